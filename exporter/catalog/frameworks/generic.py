@@ -1,0 +1,4 @@
+"""generic vocabulary (to be filled from ../../../shared/research/framework-keys.json)."""
+from ..model import Vocabulary
+
+VOCABULARY = Vocabulary(name="generic", title="generic")

@@ -1,0 +1,4 @@
+"""openrlhf vocabulary (to be filled from ../../../shared/research/framework-keys.json)."""
+from ..model import Vocabulary
+
+VOCABULARY = Vocabulary(name="openrlhf", title="openrlhf")

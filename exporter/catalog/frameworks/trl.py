@@ -1,0 +1,4 @@
+"""trl vocabulary (to be filled from ../../../shared/research/framework-keys.json)."""
+from ..model import Vocabulary
+
+VOCABULARY = Vocabulary(name="trl", title="trl")

@@ -1,0 +1,183 @@
+"""veRL (verl-project/verl 1dda039, legacy workers volcengine/verl b178a3c).
+
+Keys come from metric_utils.compute_data_metrics/compute_timing_metrics/
+compute_throughout_metrics, ray_trainer.fit, core_algos and the workers.
+`x/mean|max|min` statistics resolve through the base key (stat label).
+"""
+from ..model import GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
+from ..metrics import SPLIT, STAT
+
+GB = 2.0 ** 30  # torch memory stats are divided by 1024**3 in veRL
+
+METRICS = [
+    Metric("rl_rollout_correction", GAUGE, "1",
+           "veRL rollout-correction diagnostics (rollout_corr/*): importance-sampling and "
+           "rejection-sampling statistics, perplexities and chi2 between rollout and training "
+           "policies; `quantity` is veRL's own name.", (STAT, SPLIT, "quantity", "option"), MEAN,
+           group="consistency"),
+    Metric("rl_variance_proxy", GAUGE, "1", "veRL gradient variance proxies (variance_proxy/*).",
+           (STAT, SPLIT, "quantity"), MEAN, group="policy"),
+    Metric("rl_rollout_probs_diff", GAUGE, "1",
+           "veRL debug comparison of rollout and actor token probabilities "
+           "(training/rollout_probs_diff_*, rollout_actor_probs_pearson_corr).",
+           (STAT, SPLIT, "quantity"), MEAN, group="consistency"),
+    Metric("rl_speculative_accept_ratio", GAUGE, "1", "Speculative decoding acceptance rate.",
+           (STAT, SPLIT), MEAN, group="rollout"),
+    Metric("rl_speculative_accept_length_tokens", GAUGE, "{token}",
+           "Mean accepted draft length in speculative decoding.", (STAT, SPLIT), MEAN, group="rollout"),
+    Metric("rl_moe_routing_violation", GAUGE, "1",
+           "veRL rollout MoE routing load violation per layer (rollout/moe/{max,min,avg}_vio).",
+           (STAT, SPLIT, "layer", "kind"), MAX, group="balance"),
+    Metric("rl_moe_routed_experts", GAUGE, "1", "veRL rollout MoE routing bookkeeping.",
+           (STAT, SPLIT, "quantity"), SUM, group="balance"),
+    Metric("rl_async_rollout", GAUGE, "1",
+           "veRL fully-async trainer bookkeeping (fully_async/*, processing_time/*, dynamic_resource/*); "
+           "`quantity` is veRL's own name.", (STAT, SPLIT, "quantity"), MEAN, group="async"),
+    Metric("rl_trainer_idle_ratio", GAUGE, "1", "Fraction of time the trainer waited for samples.",
+           (STAT, SPLIT), MEAN, group="async"),
+    Metric("rl_trajectory_version_span", GAUGE, "{version}",
+           "Policy versions spanned by one trajectory (veRL trajectory_spans).", (STAT, SPLIT), MEAN,
+           group="async"),
+    Metric("rl_filter_groups", GAUGE, "1", "veRL dynamic-sampling group filter statistics.",
+           (STAT, SPLIT, "quantity"), MEAN, group="groups"),
+    Metric("rl_agent_loop", GAUGE, "1",
+           "veRL agent-loop per-sample statistics (timing_s/agent_loop/*): seconds for "
+           "generate_sequences/tool_calls/compute_score, counts for num_preempted; "
+           "`which=slowest` describes the slowest sample.", (STAT, SPLIT, "quantity", "which"),
+           MEAN, group="agentic"),
+    Metric("rl_mtp_loss", GAUGE, "1", "Multi-token-prediction losses.", (STAT, SPLIT, "role", "layer"),
+           MEAN, group="policy"),
+]
+
+K = {
+    # data metrics (driver, once per step)
+    "critic/score": alias("rl_score"),
+    "critic/rewards": alias("rl_reward"),
+    "critic/advantages": alias("rl_advantage"),
+    "critic/returns": alias("rl_return"),
+    "critic/values": alias("rl_value"),
+    "critic/vf_explained_var": alias("rl_value_explained_variance"),
+    "response_length": alias("rl_response_length_tokens"),
+    "response_length/clip_ratio": alias("rl_response_truncated_ratio"),
+    "response_length_non_aborted": alias("rl_response_length_tokens", subset="non_aborted"),
+    "response_length_non_aborted/clip_ratio": alias("rl_response_truncated_ratio", subset="non_aborted"),
+    "response/aborted_ratio": alias("rl_response_aborted_ratio"),
+    "prompt_length": alias("rl_prompt_length_tokens"),
+    "prompt_length/clip_ratio": alias("rl_prompt_truncated_ratio"),
+    "num_turns": alias("rl_turns"),
+    "tool_call_counts": alias("rl_tool_calls"),
+    "val-aux/num_turns": alias("rl_turns", split="eval"),
+    # throughput
+    "perf/total_num_tokens": alias("rl_step_tokens"),
+    "perf/time_per_step": alias("rl_step_duration_seconds"),
+    "perf/throughput": alias("rl_gpu_throughput_tokens_per_second"),
+    "perf/mfu/actor": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
+    "perf/mfu/critic": alias("rl_mfu_ratio", role="critic", phase="train", source="framework"),
+    "perf/mfu/actor_infer": alias("rl_mfu_ratio", role="actor", phase="inference", source="framework"),
+    "perf/max_memory_allocated_gb": alias("rl_gpu_memory_peak_bytes", scale=GB, kind="allocated"),
+    "perf/max_memory_reserved_gb": alias("rl_gpu_memory_peak_bytes", scale=GB, kind="reserved"),
+    "perf/cpu_memory_used_gb": alias("rl_host_memory_used_bytes", scale=GB),
+    # actor update
+    "actor/pg_loss": alias("rl_policy_loss"),
+    "actor/pg_clipfrac": alias("rl_policy_clip_ratio", agg=MEAN,
+                               note="mean over micro-batches, not token-weighted"),
+    "actor/pg_clipfrac_lower": alias("rl_policy_clip_ratio", bound="dual", agg=MEAN),
+    "actor/ppo_kl": alias("rl_policy_kl", agg=MEAN),
+    "actor/entropy": alias("rl_entropy"),
+    "actor/entropy_loss": alias("rl_entropy_loss"),
+    "actor/kl_loss": alias("rl_kl_loss"),
+    "actor/kl_coef": alias("rl_kl_coefficient"),
+    "actor/grad_norm": alias("rl_grad_norm", agg=MEAN, note="mean over mini-batches"),
+    "actor/lr": alias("rl_learning_rate"),
+    "actor/loss": alias("rl_loss", agg=MEAN),
+    "actor/reward_kl_penalty": alias("rl_reward_kl_penalty"),
+    "actor/reward_kl_penalty_coeff": alias("rl_kl_coefficient", note="in-reward KL coefficient"),
+    # critic update
+    "critic/vf_loss": alias("rl_value_loss"),
+    "critic/loss": alias("rl_value_loss", note="new engine path total critic loss"),
+    "critic/vf_clipfrac": alias("rl_value_clip_ratio", agg=MEAN),
+    "critic/vpred_mean": alias("rl_value"),
+    "critic/grad_norm": alias("rl_critic_grad_norm", agg=MEAN),
+    "critic/lr": alias("rl_critic_learning_rate"),
+    # bookkeeping
+    "training/epoch": alias("rl_epoch", agg=MAX),
+    # load balance
+    "global_seqlen/min": alias("rl_dp_rank_tokens", stat="min"),
+    "global_seqlen/max": alias("rl_dp_rank_tokens", stat="max"),
+    "global_seqlen/minmax_diff": alias("rl_dp_rank_tokens", stat="minmax_diff"),
+    "global_seqlen/balanced_min": alias("rl_dp_rank_tokens", stat="balanced_min"),
+    "global_seqlen/balanced_max": alias("rl_dp_rank_tokens", stat="balanced_max"),
+    "global_seqlen/mean": alias("rl_dp_rank_tokens", agg=MEAN),
+    # rollout
+    "rollout/spec_accept_rate": alias("rl_speculative_accept_ratio"),
+    "rollout/spec_accept_length": alias("rl_speculative_accept_length_tokens"),
+    "rollout/moe/routed_experts_found": alias("rl_moe_routed_experts", quantity="routed_experts_found"),
+    "rollout/moe/routed_expert_assignments": alias("rl_moe_routed_experts",
+                                                   quantity="routed_expert_assignments"),
+    # async
+    "fully_async/total_wait_time": alias("rl_phase_duration_seconds", phase="wait_for_samples"),
+    "fully_async/trainer/idle_ratio": alias("rl_trainer_idle_ratio"),
+    "training/off_policy/trajectory_staleness": alias("rl_sample_staleness_steps", agg=MEAN),
+    "training/off_policy/trajectory_spans": alias("rl_trajectory_version_span"),
+    # SFT trainer
+    "train/loss": alias("rl_loss", agg=MEAN),
+    "train/grad_norm": alias("rl_grad_norm"),
+    "train/lr": alias("rl_learning_rate"),
+    "train/mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
+    "train/global_tokens": alias("rl_step_tokens"),
+    "training/rollout_actor_probs_pearson_corr": alias("rl_rollout_probs_diff", quantity="pearson_corr"),
+}
+for _role in ("actor", "critic"):
+    K[f"{_role}/perf/max_memory_allocated_gb"] = alias("rl_gpu_memory_peak_bytes", scale=GB,
+                                                       kind="allocated", role=_role)
+    K[f"{_role}/perf/max_memory_reserved_gb"] = alias("rl_gpu_memory_peak_bytes", scale=GB,
+                                                      kind="reserved", role=_role)
+    K[f"{_role}/perf/cpu_memory_used_gb"] = alias("rl_host_memory_used_bytes", scale=GB, role=_role)
+for _stat in ("valid", "max", "mean", "std"):
+    K[f"training/rollout_probs_diff_{_stat}"] = alias("rl_rollout_probs_diff", quantity="probs_diff",
+                                                      stat=_stat)
+
+_IS = "rollout_corr/rollout_is_"
+P = [
+    # agent-loop statistics hide under timing_s/ but are not all seconds: keep them apart.
+    pattern(r"^timing_s/agent_loop/slowest/(?P<quantity>.+)$", "rl_agent_loop", which="slowest"),
+    pattern(r"^timing_s/agent_loop/(?P<quantity>[^/]+)/(?P<stat>min|max|mean)$", "rl_agent_loop"),
+    pattern(r"^timing_s/step$", "rl_step_duration_seconds"),
+    pattern(r"^timing_s/(?P<phase>.+)$", "rl_phase_duration_seconds"),
+    pattern(r"^timing_per_token_ms/(?P<phase>.+)$", "rl_phase_time_per_token_seconds", scale=1e-3),
+    pattern(r"^val-core/(?P<data_source>.+)/(?P<var>[^/]+)/(?P<estimator>mean|maj|best|worst)@(?P<n>\d+)"
+            r"(?:/(?P<stat>mean|std))?$", "rl_validation_score", tier="core"),
+    pattern(r"^val-aux/(?P<data_source>.+)/(?P<var>[^/]+)/(?P<estimator>mean|maj|best|worst)@(?P<n>\d+)"
+            r"(?:/(?P<stat>mean|std))?$", "rl_validation_score", tier="aux"),
+    pattern(r"^val-(?:core|aux)/(?P<data_source>.+)/(?P<var>[^/]+)/std@(?P<n>\d+)$",
+            "rl_validation_score", estimator="mean", stat="std"),
+    pattern(r"^rollout_corr/rollout_rs_masked_fraction$", "rl_rollout_correction",
+            quantity="rs_masked_fraction"),
+    pattern(r"^rollout_corr/rollout_rs_seq_masked_fraction$", "rl_rollout_correction",
+            quantity="rs_seq_masked_fraction"),
+    pattern(r"^rollout_corr/rollout_is_(?P<stat>mean|max|min|std)$", "rl_rollout_importance_weight"),
+    pattern(r"^rollout_corr/rollout_rs_(?P<option>.+)_(?P<quantity>mean|max|min|std|fraction_high|"
+            r"fraction_low|masked_fraction|seq_masked_fraction|seq_mean|seq_std|seq_max|seq_min|"
+            r"seq_max_deviation|seq_fraction_high|seq_fraction_low)$", "rl_rollout_correction"),
+    pattern(r"^rollout_corr/kl$", "rl_train_inference_kl"),
+    pattern(r"^rollout_corr/rollout_(?P<quantity>is_.+)$", "rl_rollout_correction"),
+    pattern(r"^rollout_corr/(?P<quantity>.+)$", "rl_rollout_correction"),
+    pattern(r"^rollout/moe/(?P<kind>max_vio|min_vio|avg_vio)/layer_(?P<layer>\d+)$",
+            "rl_moe_routing_violation"),
+    pattern(r"^rollout/moe/(?P<kind>max_vio|min_vio|avg_vio)/(?P<stat>max|avg)$",
+            "rl_moe_routing_violation"),
+    pattern(r"^variance_proxy/(?P<quantity>.+)$", "rl_variance_proxy"),
+    pattern(r"^gdpo/(?P<function>.+)/(?P<stat>mean|std|max|min)$", "rl_reward_function"),
+    pattern(r"^fully_async/(?P<quantity>(?:count|partial|rollouter)/.+)$", "rl_async_rollout"),
+    pattern(r"^processing_time/(?P<stat>avg|max|min|tp50|tp95|tp99)$", "rl_async_rollout",
+            quantity="processing_time_seconds"),
+    pattern(r"^dynamic_resource/(?P<quantity>.+)$", "rl_async_rollout"),
+    pattern(r"^training/filter_groups/(?P<quantity>.+)$", "rl_filter_groups"),
+    pattern(r"^(?P<role>actor|critic)/mtp_losses(?:/?(?P<layer>.*))$", "rl_mtp_loss"),
+]
+
+VOCABULARY = Vocabulary(
+    name="verl", title="veRL", keys=K, patterns=P,
+    step_keys=("training/global_step",),
+    doc="Console `step:N - key:value ...` lines and the `file` logger's JSONL.",
+)

@@ -1,0 +1,313 @@
+"""Canonical metrics: the only place a metric name is written.
+
+Names follow Prometheus conventions: `rl_` prefix, snake_case, base units
+(`_seconds`, `_bytes`), `_ratio` for 0..1 fractions, `_total` only on counters,
+no suffix on dimensionless values. Every per-run series also carries `run`.
+Help texts say which frameworks feed a metric and where they differ.
+"""
+from __future__ import annotations
+
+from .model import (COUNTER, GAUGE, HISTOGRAM, INFO, LAST, MAX, MEAN, MIN, STATE, SUM,
+                    WMEAN, Metric)
+
+# Labels that any gauge may carry (see model.py for the conventions).
+STAT = "stat"
+SPLIT = "split"
+
+# Buckets for phase timers: 10 ms .. 1 h (seconds-to-minutes phases).
+PHASE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+TOKEN_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+UNIT_BUCKETS = (-5, -2, -1, -0.5, -0.25, -0.1, 0, 0.1, 0.25, 0.5, 0.75, 1, 2, 5)
+LOGPROB_GAP_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5)
+
+
+def g(name, unit, help, *labels, agg=MEAN, weight=None, group=""):
+    return Metric(name, GAUGE, unit, help, (STAT, SPLIT) + labels, agg, weight, group=group)
+
+
+def c(name, unit, help, *labels, group=""):
+    return Metric(name, COUNTER, unit, help, labels, SUM, group=group)
+
+
+def s(name, help, states, *labels, group=""):
+    return Metric(name, STATE, "1", help, labels, LAST, states=tuple(states), group=group)
+
+
+def h(name, unit, help, buckets, *labels, group=""):
+    return Metric(name, HISTOGRAM, unit, help, labels, SUM, buckets=tuple(buckets), group=group)
+
+
+TOK = "rl_valid_tokens"      # default weight of token-level means
+SEQ = "rl_responses"         # default weight of sequence-level means
+
+METRICS: list[Metric] = [
+    # ---------------------------------------------------------------- run
+    Metric("rl_run_info", INFO, "1",
+           "Run identity, always 1: framework, algorithm, model, host, rank, exporter version. "
+           "Join with group_left instead of repeating these labels on every series.",
+           ("framework", "algorithm", "model", "host", "rank", "version"), LAST, group="run"),
+    g("rl_training_step", "{step}",
+      "Latest training step reported by the trainer (veRL training/global_step, TRL global_step, "
+      "slime/Miles train/step, or the step passed to log()).", agg=MAX, group="run"),
+    g("rl_training_step_timestamp_seconds", "s",
+      "Unix time at which rl_training_step last advanced. time() minus this is the stall age.",
+      agg=MAX, group="run"),
+    g("rl_epoch", "{epoch}", "Training epoch (may be fractional in HF/TRL).", agg=MAX, group="run"),
+    # ---------------------------------------------------------------- validation
+    g("rl_validation_score", "1",
+      "Held-out score per data source: veRL val-core/val-aux `{data_source}/{var}/{estimator}@{n}` "
+      "(tier core|aux), slime/Miles eval/{dataset}, posttrain val/reward_avg. Look here first.",
+      "data_source", "var", "estimator", "n", "tier", group="validation"),
+    g("rl_validation_loss", "1", "Held-out objective loss (HF/TRL eval_loss, posttrain val/loss_avg).",
+      group="validation"),
+    g("rl_validation_pass_at_k_ratio", "1", "Held-out pass@k per data source.", "data_source", "k",
+      group="validation"),
+    # ---------------------------------------------------------------- reward
+    g("rl_reward", "1",
+      "Reward used for training per sequence (veRL critic/rewards = score minus in-reward KL; "
+      "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL final_reward; "
+      "slime/Miles rollout/rewards; posttrain train/reward_*).",
+      agg=WMEAN, weight=SEQ, group="reward"),
+    g("rl_score", "1",
+      "Raw task score per sequence before any KL shaping (veRL critic/score, OpenRLHF score, "
+      "AReaL task_reward, slime/Miles rollout/raw_reward).", agg=WMEAN, weight=SEQ, group="reward"),
+    g("rl_reward_function", "1", "Per reward function statistics (TRL rewards/{function}/mean|std).",
+      "function", group="reward"),
+    g("rl_advantage", "1", "Advantage estimates over valid tokens (GAE or group-normalised).",
+      agg=WMEAN, weight=TOK, group="reward"),
+    g("rl_return", "1", "Returns (advantages plus values) over valid tokens.", agg=WMEAN, weight=TOK,
+      group="reward"),
+    g("rl_reward_kl_penalty", "1",
+      "KL penalty folded into the reward (veRL actor/reward_kl_penalty, AReaL kl_rewards, "
+      "TRL PPO objective/non_score_reward is its negative sum).", group="reward"),
+    g("rl_pass_at_k_ratio", "1", "Training-rollout pass@k (slime/Miles passrate/pass@k).", "k",
+      group="reward"),
+    # ---------------------------------------------------------------- GRPO groups
+    g("rl_group_zero_std_ratio", "1",
+      "Fraction of prompt groups whose rewards all tie, so their advantage is exactly zero "
+      "(TRL frac_reward_zero_std; posttrain tied/groups). Near 1 means no learning signal.",
+      group="groups"),
+    g("rl_groups", "{group}",
+      "GRPO groups scored this step by outcome: total, informative, tied, all_zero, all_one "
+      "(posttrain train/grpo_*_group_count).", "outcome", agg=SUM, group="groups"),
+    g("rl_group_reward_std", "1", "Mean within-group reward standard deviation (OpenRLHF group_reward_std).",
+      agg=WMEAN, weight=SEQ, group="groups"),
+    # ---------------------------------------------------------------- policy
+    g("rl_loss", "1",
+      "The optimised total loss (veRL actor/loss, HF/TRL loss, slime train/loss, posttrain "
+      "train/loss_avg). TRL's is the HF Trainer mean since the last log.", agg=WMEAN, weight=TOK,
+      group="policy"),
+    g("rl_policy_loss", "1",
+      "Clipped-surrogate policy-gradient loss (veRL actor/pg_loss, OpenRLHF/TRL policy_loss, "
+      "AReaL actor_loss, slime/Miles train/pg_loss, posttrain train/policy_loss).",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_policy_clip_ratio", "1",
+      "Fraction of tokens where the PPO ratio clip bound the update. Unlabelled: either bound "
+      "(veRL actor/pg_clipfrac, posttrain train/clip_frac, slime/Miles train/pg_clipfrac, OpenRLHF "
+      "ppo_clip_ratio, TRL clip_ratio/region_mean, AReaL clip_ratio); bound=low|high|dual for "
+      "one bound (TRL clip_ratio/low_mean|high_mean, veRL pg_clipfrac_lower = dual-clip). "
+      "Exactly 0 at one mini-batch per step (posttrain n_mini=1).", "bound",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_policy_sequence_clip_ratio", "1",
+      "Fraction of responses the clip touched (GSPO sequence level; posttrain train/seq_clip_frac).",
+      agg=WMEAN, weight=SEQ, group="policy"),
+    g("rl_policy_kl", "1",
+      "Approximate KL between the sampling (old) and current policy inside the PPO ratio "
+      "(veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl, AReaL approx_kl, TRL PPO policy/approxkl_avg).",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_reference_kl", "1",
+      "KL of the policy to the frozen reference (TRL kl, OpenRLHF kl, posttrain train/kl_mean "
+      "(k3) with stat=max for train/kl_max, TRL PPO objective/kl).", agg=WMEAN, weight=TOK,
+      group="policy"),
+    g("rl_kl_loss", "1", "KL-to-reference loss term (veRL actor/kl_loss, slime train/kl_loss).",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_kl_coefficient", "1", "KL coefficient / beta in use (veRL actor/kl_coef, posttrain kl_beta).",
+      agg=LAST, group="policy"),
+    g("rl_entropy", "1",
+      "Mean token entropy of the policy (veRL actor/entropy, TRL entropy, AReaL entropy, "
+      "posttrain train/entropy, slime rollout/entropy). A fast drop is policy collapse.",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_entropy_loss", "1",
+      "Entropy term of the loss (veRL actor/entropy_loss, slime/Miles train/entropy_loss, OpenRLHF "
+      "entropy_loss). Some frameworks log the bonus, others the entropy itself.",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_entropy_coefficient", "1", "Entropy bonus coefficient (TRL entropy_coef).", agg=LAST,
+      group="policy"),
+    g("rl_grad_norm", "1",
+      "Policy gradient L2 norm before clipping (veRL actor/grad_norm = mean over mini-batches; "
+      "HF/TRL grad_norm and posttrain train/grad_norm = the applied update's).", agg=LAST,
+      group="policy"),
+    g("rl_learning_rate", "1", "Policy learning rate in use (per param group where logged).",
+      "param_group", agg=LAST, group="policy"),
+    g("rl_importance_ratio", "1", "Importance ratio pi/pi_old over valid tokens.",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_importance_ratio_abs_deviation", "1",
+      "Mean |ratio - 1| (posttrain train/ratio_absdev); 0 at one mini-batch per step.",
+      agg=WMEAN, weight=TOK, group="policy"),
+    g("rl_aux_loss", "1", "MoE router auxiliary loss (TRL aux_loss).", group="policy"),
+    # ---------------------------------------------------------------- critic
+    g("rl_value_loss", "1", "Value-function loss (veRL critic/vf_loss, OpenRLHF critic_loss, AReaL "
+      "critic_loss, slime train/critic-value_loss, posttrain train/value_loss).",
+      agg=WMEAN, weight=TOK, group="critic"),
+    g("rl_value_clip_ratio", "1", "Fraction of value predictions clipped (veRL critic/vf_clipfrac).",
+      agg=WMEAN, weight=TOK, group="critic"),
+    g("rl_value_explained_variance", "1",
+      "1 - Var(returns - values)/Var(returns) (veRL critic/vf_explained_var). Below 0: the critic "
+      "predicts worse than a constant.", group="critic"),
+    g("rl_value", "1", "Critic value predictions over valid tokens (veRL critic/values, vpred_mean).",
+      agg=WMEAN, weight=TOK, group="critic"),
+    g("rl_critic_grad_norm", "1", "Critic gradient norm.", agg=LAST, group="critic"),
+    g("rl_critic_learning_rate", "1", "Critic learning rate.", agg=LAST, group="critic"),
+    # ---------------------------------------------------------------- lengths
+    g("rl_response_length_tokens", "{token}",
+      "Generated response length. subset=non_aborted|terminated|correct|incorrect narrows the "
+      "samples (veRL response_length*, TRL completions/*_length, AReaL seq_len split by correctness).",
+      "subset", agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_prompt_length_tokens", "{token}", "Prompt length.", agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_sequence_length_tokens", "{token}", "Prompt plus response length.", agg=WMEAN, weight=SEQ,
+      group="length"),
+    g("rl_response_truncated_ratio", "1",
+      "Fraction of responses cut at the length limit (veRL response_length/clip_ratio, TRL "
+      "completions/clipped_ratio, slime rollout/truncated_ratio, posttrain rollout_truncated_frac, "
+      "AReaL no_eos_ratios, OpenRLHF truncated).", "subset", agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_prompt_truncated_ratio", "1", "Fraction of prompts cut at the prompt limit.",
+      agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_response_aborted_ratio", "1", "Fraction of samples aborted (empty response).",
+      agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_turns", "{turn}", "Turns per multi-turn sample (veRL num_turns, AReaL rollout/num_turns).",
+      agg=WMEAN, weight=SEQ, group="agentic"),
+    g("rl_tool_calls", "{call}", "Tool calls per sample.", agg=WMEAN, weight=SEQ, group="agentic"),
+    g("rl_tool_call_failure_ratio", "1", "Fraction of tool calls that failed (TRL tools/failure_frequency).",
+      group="agentic"),
+    # ---------------------------------------------------------------- counts (weights)
+    g(TOK, "{token}", "Tokens that carried learning signal this step (loss-masked completion tokens).",
+      agg=SUM, group="counts"),
+    g(SEQ, "{response}", "Responses (completions) handed to the objective this step.", agg=SUM,
+      group="counts"),
+    g("rl_valid_sequences", "{sequence}", "Sequences that carried learning signal this step.", agg=SUM,
+      group="counts"),
+    g("rl_step_tokens", "{token}", "Tokens processed in this step (prompt+response).", agg=SUM,
+      group="throughput"),
+    c("rl_tokens_total", "{token}",
+      "Tokens processed since the trainer started, as the trainer counts them (TRL num_tokens, HF "
+      "num_input_tokens_seen, AReaL train_perf/total_tokens). Resets when the trainer restarts.",
+      group="throughput"),
+    # ---------------------------------------------------------------- optimizer outcome
+    s("rl_optimizer_update_outcome",
+      "What the last update attempt did (posttrain optim/update_outcome): accumulating, applied, "
+      "skipped (see skip reason), discarded.", ("accumulating", "applied", "skipped", "discarded"),
+      group="optimizer"),
+    s("rl_optimizer_skip_reason", "Why the last attempt was skipped (posttrain optim/skip_reason).",
+      ("nonfinite_loss", "nonfinite_gradient"), group="optimizer"),
+    g("rl_optimizer_step_skipped", "1", "1 when this attempt skipped the update.", agg=MAX,
+      group="optimizer"),
+    c("rl_optimizer_steps_total", "{step}", "Optimizer steps committed so far.", "role",
+      group="optimizer"),
+    c("rl_optimizer_nonfinite_skips_total", "{skip}", "Updates rejected for a non-finite loss or gradient.",
+      group="optimizer"),
+    c("rl_optimizer_zero_grad_skips_total", "{skip}",
+      "Updates skipped because the gradient was exactly zero (expected in GRPO when groups tie).",
+      group="optimizer"),
+    g("rl_optimizer_consecutive_nonfinite_skips", "{skip}", "Non-finite rejections in a row.", agg=MAX,
+      group="optimizer"),
+    g("rl_optimizer_update_success_ratio", "1", "Fraction of update attempts that succeeded (AReaL "
+      "update_successful).", group="optimizer"),
+    # ---------------------------------------------------------------- timing and throughput
+    g("rl_step_duration_seconds", "s",
+      "Wall time of one training step (veRL timing_s/step, slime perf/step_time, TRL step_time, "
+      "OpenRLHF timing/step_total, posttrain timer/e2e_step_s).", agg=MAX, group="timing"),
+    g("rl_phase_duration_seconds", "s",
+      "Seconds spent in one phase of the last step (veRL timing_s/{phase}, AReaL timeperf/{phase}, "
+      "slime/Miles perf/{phase}_time, OpenRLHF timing/{phase}, timer()). Phase names are the "
+      "framework's own.", "phase", agg=MAX, group="timing"),
+    g("rl_phase_time_per_token_seconds", "s", "Phase time per token (veRL timing_per_token_ms).",
+      "phase", group="timing"),
+    h("rl_phase_timing_seconds", "s",
+      "Distribution of phase durations measured by timer(): one observation per phase per step.",
+      PHASE_BUCKETS, "phase", group="timing"),
+    g("rl_throughput_tokens_per_second", "{token}/s",
+      "Tokens per second for the whole run (AReaL train_perf/tokens_per_second).", "phase",
+      group="throughput"),
+    g("rl_gpu_throughput_tokens_per_second", "{token}/s",
+      "Tokens per second per GPU (veRL perf/throughput, slime perf/tokens_per_gpu_per_sec).", "phase",
+      group="throughput"),
+    g("rl_mfu_ratio", "1",
+      "Model FLOPs utilisation: achieved model FLOPs / peak dense FLOPs. phase=train|inference; "
+      "source=framework for the trainer's own number (veRL perf/mfu/*, Miles perf/actor_train_mfu), "
+      "source=exporter for ours.", "role", "phase", "source", group="throughput"),
+    g("rl_achieved_flops_per_second", "FLOP/s", "Achieved model FLOP/s (AReaL estimated_flops_per_second, "
+      "slime perf/*_tflops).", "phase", group="throughput"),
+    g("rl_gpu_memory_peak_bytes", "By", "Peak torch GPU memory in the step (veRL perf/max_memory_*_gb).",
+      "kind", "role", agg=MAX, group="memory"),
+    g("rl_host_memory_used_bytes", "By", "Host memory used by the trainer.", "role", agg=MAX,
+      group="memory"),
+    # ---------------------------------------------------------------- balance
+    g("rl_dp_rank_tokens", "{token}",
+      "Tokens assigned per data-parallel rank (veRL global_seqlen/*: stat=min|max|minmax_diff|"
+      "balanced_min|balanced_max). max far above mean: stragglers.", agg=MAX, group="balance"),
+    g("rl_moe_load_imbalance_ratio", "1",
+      "MoE expert load max/ideal per layer (AReaL moe_balance max_over_ideal; 1 is perfect).",
+      "layer", agg=MAX, group="balance"),
+    # ---------------------------------------------------------------- train/infer consistency
+    g("rl_train_inference_logprob_abs_diff", "1",
+      "Mean |log pi_train - log pi_rollout| per token (slime/Miles train_rollout_logprob_abs_diff, "
+      "posttrain logprob_gap_mean, AReaL logp_abs_diff, TRL sampling_logp_difference). Rising on MoE: "
+      "routing-flip signature.", agg=WMEAN, weight="rl_logprob_gap_tokens", group="consistency"),
+    g("rl_logprob_gap_tokens", "{token}", "Tokens the train/inference log-prob gap was measured over; "
+      "0 means no data, not no gap.", agg=SUM, group="consistency"),
+    g("rl_train_inference_kl", "1", "KL between rollout-engine and trainer distributions at sampled "
+      "tokens (Miles train_rollout_kl, veRL rollout_corr/kl).", agg=WMEAN, weight=TOK,
+      group="consistency"),
+    g("rl_rollout_importance_weight", "1", "Truncated importance weights correcting rollout/trainer "
+      "mismatch (TRL sampling/importance_sampling_ratio, veRL rollout_corr/rollout_is_*).",
+      group="consistency"),
+    # ---------------------------------------------------------------- async
+    g("rl_sample_staleness_steps", "{version}",
+      "Policy versions between the sample's behaviour policy and the trained one (AReaL "
+      "sample_staleness, veRL trajectory_staleness, Miles weight_version lag).", agg=WMEAN, weight=TOK,
+      group="async"),
+    # ---------------------------------------------------------------- preference (DPO/KTO/SimPO/RM)
+    g("rl_preference_reward", "1", "Implicit reward per side (TRL rewards/chosen|rejected, OpenRLHF "
+      "chosen_reward, posttrain dpo_reward_winner|loser, RM rm/reward_chosen).", "side",
+      group="preference"),
+    g("rl_preference_reward_margin", "1", "Chosen minus rejected reward (rewards/margins). Towards 0 "
+      "for a reward model: it no longer discriminates.", group="preference"),
+    g("rl_preference_accuracy_ratio", "1", "Fraction of pairs ranked correctly (rewards/accuracies, "
+      "OpenRLHF acc, posttrain dpo_accuracy, rm/accuracy). Near 1.0 with flat validation: overfit.",
+      group="preference"),
+    g("rl_preference_logprob", "1", "Policy log-probability per side (TRL logps/chosen|rejected).",
+      "side", group="preference"),
+    # ---------------------------------------------------------------- unknown keys
+    g("rl_unmapped_value", "1",
+      "Any numeric key the catalog does not know, under its sanitised original key. Bounded: past "
+      "the cap new keys are counted in rl_exporter_fallback_keys_dropped_total.", "key",
+      group="fallback"),
+]
+
+# ------------------------------------------------------------------ self-metrics
+SELF_METRICS: list[Metric] = [
+    c("rl_exporter_frames_received_total", "{frame}", "Frames handed to log().", group="exporter"),
+    c("rl_exporter_frames_processed_total", "{frame}", "Frames turned into series.", group="exporter"),
+    c("rl_exporter_frames_dropped_total", "{frame}",
+      "Frames dropped: reason=queue_full (oldest dropped), closed (log after close), not_a_mapping.",
+      "reason", group="exporter"),
+    c("rl_exporter_values_rejected_total", "{value}",
+      "Values not exported: reason=type|string|overflow|negative_counter|unknown_state|series_limit.",
+      "reason", group="exporter"),
+    c("rl_exporter_nonfinite_values_total", "{value}", "NaN or infinite values received, per metric.",
+      "metric", group="exporter"),
+    c("rl_exporter_unknown_keys_total", "{key}",
+      "Values of keys no vocabulary knows (exported under rl_unmapped_value while under the cap).",
+      group="exporter"),
+    c("rl_exporter_ignored_keys_total", "{key}", "Values of keys the catalog ignores on purpose.",
+      group="exporter"),
+    c("rl_exporter_fallback_keys_dropped_total", "{value}",
+      "Values of unknown keys dropped because the distinct-key cap was reached.", group="exporter"),
+    c("rl_exporter_errors_total", "{error}", "Internal errors, by kind (each logged once).", "kind",
+      group="exporter"),
+    g("rl_exporter_queue_frames", "{frame}", "Frames waiting for the worker.", group="exporter"),
+    g("rl_exporter_last_frame_timestamp_seconds", "s", "Unix time the worker last processed a frame.",
+      agg=MAX, group="exporter"),
+    h("rl_exporter_frame_processing_seconds", "s", "Worker time per frame.",
+      (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1), group="exporter"),
+]
