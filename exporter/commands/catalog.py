@@ -1,0 +1,33 @@
+"""rl-exporter catalog [--json]"""
+from __future__ import annotations
+
+import json
+
+HELP = "print every canonical metric: name, kind, unit, aggregation, labels, help, aliases"
+
+
+def add_arguments(p):
+    p.add_argument("--json", action="store_true", help="one JSON document (a list of metrics)")
+    p.add_argument("--framework", help="only metrics that this framework feeds")
+
+
+def run(args) -> int:
+    from ..catalog import CATALOG
+    rows = CATALOG.as_json()
+    if args.framework:
+        rows = [r for r in rows if args.framework in (r.get("aliases") or {})
+                or r.get("framework") == args.framework]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        if r["kind"] == "ignored":
+            print(f"(ignored by {r['framework']}: {len(r['keys'])} keys, "
+                  f"{len(r['patterns'])} patterns: {'; '.join(r['why'])})")
+            continue
+        labels = ",".join(r["labels"])
+        print(f"{r['name']}{{{labels}}}  {r['kind']}  unit={r['unit']}  agg={r['aggregation']}"
+              + (f" by {r['weight']}" if r["weight"] else ""))
+        for fw, keys in r["aliases"].items():
+            print(f"    {fw}: {', '.join(keys[:6])}" + (" ..." if len(keys) > 6 else ""))
+    return 0
