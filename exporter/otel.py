@@ -1,0 +1,122 @@
+"""OpenTelemetry wiring: one MeterProvider with the Prometheus reader for the
+OTel-native instruments (histograms from timer()/observe()), and optional OTLP
+push (http/protobuf) of everything, for fleets that run a Collector.
+
+Store-backed gauges are served to Prometheus by StoreCollector (NaN-faithful);
+for OTLP they are mirrored by observable gauges on a second, OTLP-only provider
+so the Prometheus reader does not render them twice.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
+
+from . import __version__
+from .catalog import CATALOG, COUNTER, HISTOGRAM, Catalog
+
+log = logging.getLogger(__name__)
+
+SCOPE = "rl-exporter"
+
+
+def _histogram_views(catalog: Catalog) -> list[View]:
+    return [View(instrument_type=Histogram, instrument_name=m.name,
+                 aggregation=ExplicitBucketHistogramAggregation(boundaries=m.buckets))
+            for m in catalog.metrics.values() if m.kind == HISTOGRAM]
+
+
+def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None):
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    except ImportError as e:  # optional extra
+        raise RuntimeError("OTLP push needs the 'otlp' extra: pip install 'rl-exporter[otlp]'") from e
+    if not endpoint.rstrip("/").endswith("/v1/metrics"):
+        endpoint = endpoint.rstrip("/") + "/v1/metrics"
+    return PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint, headers=headers),
+                                         export_interval_millis=interval_s * 1000)
+
+
+class Telemetry:
+    def __init__(self, registry, resource_attrs: dict, *, catalog: Catalog = CATALOG,
+                 otlp_endpoint: str | None = None, otlp_interval_s: float = 15.0,
+                 scope_labels: bool = False):
+        self.catalog = catalog
+        self.resource = Resource.create({k: v for k, v in resource_attrs.items() if v})
+        readers = [PrometheusMetricReader(disable_target_info=True,
+                                          scope_info_enabled=scope_labels, registry=registry)]
+        self.otlp_endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
+        self._gauge_provider = None
+        if self.otlp_endpoint:
+            readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s))
+        self.provider = MeterProvider(resource=self.resource, metric_readers=readers,
+                                      views=_histogram_views(catalog))
+        self.meter = self.provider.get_meter(SCOPE, __version__)
+        self._instruments: dict[str, object] = {}
+        if self.otlp_endpoint:
+            self._gauge_provider = MeterProvider(
+                resource=self.resource,
+                metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)])
+            self._stores = []
+            self._gauge_meter = self._gauge_provider.get_meter(SCOPE, __version__)
+            self._mirrored: set[str] = set()
+
+    def histogram(self, name: str):
+        """The OTel histogram for a catalog HISTOGRAM metric (buckets from the catalog)."""
+        inst = self._instruments.get(name)
+        if inst is None:
+            m = self.catalog.metrics[name]
+            if m.kind != HISTOGRAM:
+                raise ValueError(f"{name} is a {m.kind}, not a histogram")
+            inst = self.meter.create_histogram(name, unit=m.unit, description=m.help)
+            self._instruments[name] = inst
+        return inst
+
+    # ------------------------------------------------------------ OTLP mirror of the store
+    def mirror(self, store) -> None:
+        """Export a store's series over OTLP (finite values only: OTLP has no NaN gauge)."""
+        if self._gauge_provider is None:
+            return
+        self._stores.append(store)
+        for m in self.catalog.metrics.values():
+            if m.kind == HISTOGRAM or m.name in self._mirrored:
+                continue
+            self._mirrored.add(m.name)
+            cb = self._callback(m.name)
+            if m.kind == COUNTER:
+                self._gauge_meter.create_observable_counter(m.name, [cb], unit=m.unit,
+                                                            description=m.help)
+            else:
+                self._gauge_meter.create_observable_gauge(m.name, [cb], unit=m.unit,
+                                                          description=m.help)
+
+    def _callback(self, name: str):
+        def observe(options: CallbackOptions):
+            out = []
+            for store in self._stores:
+                for i in store.ids(name):
+                    v = store.values[i]
+                    if math.isfinite(v):
+                        out.append(Observation(v, store.labels[i]))
+            return out
+        return observe
+
+    def force_flush(self, timeout_ms: int = 5000) -> None:
+        self.provider.force_flush(timeout_ms)
+        if self._gauge_provider is not None:
+            self._gauge_provider.force_flush(timeout_ms)
+
+    def shutdown(self) -> None:
+        for p in (self.provider, self._gauge_provider):
+            if p is not None:
+                try:
+                    p.shutdown()
+                except Exception as e:  # shutting down must not raise into the caller
+                    log.debug("meter provider shutdown: %s", e)
