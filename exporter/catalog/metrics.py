@@ -282,6 +282,19 @@ METRICS: list[Metric] = [
       "Any numeric key the catalog does not know, under its sanitised original key. Bounded: past "
       "the cap new keys are counted in rl_exporter_fallback_keys_dropped_total.", "key",
       group="fallback"),
+    # added for alerts (alerts/rules.py needs these; nothing else defines them yet)
+    g("rl_optimizer_mini_batches", "{batch}",
+      "Optimizer mini-batches (updates) per training step, from the run configuration (posttrain "
+      "n_mini, veRL train_batch_size/ppo_mini_batch_size). At 1 the clip fraction must be exactly 0 "
+      "(seed 000); a non-zero value there is a bug.", agg=LAST, group="optimizer"),
+    g("rl_gpu_memory_used_bytes", "By", "Device memory in use per GPU (NVML memory used).", "gpu",
+      agg=MAX, group="gpu"),
+    g("rl_gpu_memory_limit_bytes", "By", "Device memory capacity per GPU (NVML memory total; OTel "
+      "hw.gpu.memory.limit).", "gpu", agg=MAX, group="gpu"),
+    g("rl_gpu_clock_event_active", "1",
+      "1 while an NVML clock-event (throttle) reason holds the GPU's clocks down: reason="
+      "sw_power_cap|hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|hw_power_brake_slowdown.",
+      "gpu", "reason", agg=MAX, group="gpu"),
 ]
 
 # ------------------------------------------------------------------ self-metrics

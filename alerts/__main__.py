@@ -1,0 +1,72 @@
+"""python -m alerts [render|check|test-file] — render the rule files and check them.
+
+    python -m alerts render                       # rewrite alerts/rules/rl-exporter.rules.yaml
+    python -m alerts render --overrides my.yaml --out /tmp/rules.yaml
+    python -m alerts --check                      # CI: committed files current, names in catalog,
+                                                  # runbook anchors resolve
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import check as _check
+from .rules import OverrideError, render, yaml_text
+
+HERE = Path(__file__).resolve().parent
+RULES_FILE = HERE / "rules" / "rl-exporter.rules.yaml"
+TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
+
+
+def load_overrides(path: str | None) -> dict | None:
+    if not path:
+        return None
+    text = Path(path).read_text()
+    if path.endswith(".json"):
+        return json.loads(text)
+    import yaml
+    return yaml.safe_load(text) or {}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m alerts", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file"))
+    p.add_argument("--check", action="store_true", help="same as the 'check' command")
+    p.add_argument("--overrides", help="YAML/JSON: thresholds, alerts.<Name>.{for,severity,disabled,"
+                   "runbook_url}, runbook_base_url")
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="multiply every window, for: and time threshold (tests)")
+    p.add_argument("--out", help="write here instead of the committed file ('-' = stdout)")
+    a = p.parse_args(argv)
+    if a.check or a.command == "check":
+        problems = _check.run_checks()
+        for line in problems:
+            print("FAIL:", line, file=sys.stderr)
+        if not problems:
+            print("alerts: OK (rules current, metric names in catalog, runbook anchors resolve, "
+                  "promtool tests current)")
+        return 1 if problems else 0
+    try:
+        if a.command == "test-file":
+            from .testcases import render_tests
+            text = render_tests()
+            target = a.out or str(TEST_FILE)
+        else:
+            text = yaml_text(render(load_overrides(a.overrides), a.time_scale))
+            target = a.out or str(RULES_FILE)
+    except (OverrideError, ValueError, KeyError) as e:
+        print(f"python -m alerts: {e}", file=sys.stderr)
+        return 2
+    if target == "-":
+        sys.stdout.write(text)
+    else:
+        Path(target).write_text(text)
+        print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Consistency checks for the generated rules (run by `python -m alerts --check` and CI)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .rules import ALERTS, RECORDINGS, metric_names, render, yaml_text
+
+HERE = Path(__file__).resolve().parent
+RULES_FILE = HERE / "rules" / "rl-exporter.rules.yaml"
+TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
+RUNBOOK = HERE / "runbook.md"
+PROMETHEUS_NAMES = {"up"}  # series Prometheus itself writes
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's heading slug: lower-case, drop punctuation but - and _, spaces to -."""
+    s = heading.strip().lower()
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def runbook_anchors(text: str) -> set[str]:
+    out = set()
+    for line in text.splitlines():
+        m = re.match(r"^#{1,6}\s+(.*)$", line)
+        if m:
+            out.add(github_anchor(m.group(1)))
+    return out
+
+
+def unknown_metrics(doc: dict) -> list[str]:
+    from exporter.catalog import CATALOG
+    recorded = {r.record for r in RECORDINGS}
+    problems = []
+    for g in doc["groups"]:
+        for r in g["rules"]:
+            name = r.get("alert") or r.get("record")
+            for m in sorted(metric_names(r["expr"])):
+                if m not in CATALOG.names and m not in PROMETHEUS_NAMES and m not in recorded:
+                    problems.append(f"{name}: metric {m} is not in the catalog")
+            for rec in re.findall(r"[a-z_]+:[a-z0-9_]+:[a-z0-9_]+", r["expr"]):
+                if rec not in recorded:
+                    problems.append(f"{name}: recording rule {rec} is not defined")
+    return problems
+
+
+def run_checks() -> list[str]:
+    problems = []
+    doc = render()
+    want = yaml_text(doc)
+    if not RULES_FILE.exists() or RULES_FILE.read_text() != want:
+        problems.append(f"{RULES_FILE.relative_to(HERE.parent)} differs from the generated rules; "
+                        "run `python -m alerts render`")
+    problems += unknown_metrics(doc)
+    anchors = runbook_anchors(RUNBOOK.read_text()) if RUNBOOK.exists() else set()
+    for g in doc["groups"]:
+        for r in g["rules"]:
+            if "alert" not in r:
+                continue
+            url = r["annotations"]["runbook_url"]
+            anchor = url.split("#", 1)[1] if "#" in url else ""
+            if not url.split("#")[0].endswith("alerts/runbook.md") or anchor not in anchors:
+                problems.append(f"{r['alert']}: runbook_url {url} does not resolve to a heading "
+                                "of alerts/runbook.md")
+            for key in ("summary", "description", "runbook_url"):
+                if not r["annotations"].get(key):
+                    problems.append(f"{r['alert']}: missing annotation {key}")
+            if "{{" in r["annotations"]["summary"]:
+                problems.append(f"{r['alert']}: summary must be static")
+            if "$labels.run" not in r["annotations"]["description"] or "$value" not in \
+                    r["annotations"]["description"]:
+                problems.append(f"{r['alert']}: description must name the run and the value")
+            if r["labels"].get("severity") not in ("critical", "warning", "info"):
+                problems.append(f"{r['alert']}: bad severity")
+            if not re.fullmatch(r"RL[A-Z][A-Za-z0-9]+", r["alert"]):
+                problems.append(f"{r['alert']}: alert names are CamelCase with the RL prefix")
+    try:
+        from .testcases import missing_cases, render_tests
+        if not TEST_FILE.exists() or TEST_FILE.read_text() != render_tests():
+            problems.append("alerts/tests/rl-exporter.test.yaml differs from alerts/testcases.py; "
+                            "run `python -m alerts test-file`")
+        problems += missing_cases()
+    except ImportError as e:
+        problems.append(f"alerts/testcases.py: {e}")
+    names = [a.name for a in ALERTS]
+    if len(names) != len(set(names)):
+        problems.append("duplicate alert names")
+    return problems
