@@ -246,7 +246,7 @@ ALERTS: list[Alert] = [
           "run:rl_reference_kl:avg_over_time10m\n"
           "> {reference_kl_runaway_factor} * run:rl_reference_kl:avg_over_time1h_offset10m\n"
           "and run:rl_reference_kl:avg_over_time10m > {reference_kl_min}",
-          Dur(600), "KL to the reference policy is running away from its recent level.",
+          Dur(300), "KL to the reference policy is running away from its recent level.",
           f"Run {R}: mean KL to the reference (kl_mean) is {{{{ printf \"%.4f\" $value }}}}, several "
           "times its baseline of the previous hour.",
           ("rl_reference_kl",)),
@@ -401,8 +401,8 @@ ALERTS: list[Alert] = [
           'reason=~"hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|sw_power_cap|hw_power_brake_slowdown"}}'
           "[{short_window}])) == 1",
           Dur(300), "A GPU is held back by thermal or power throttling.",
-          f"Run {R}: GPU {{{{ $labels.gpu }}}} has been throttled ({{{{ $labels.reason }}}}) for the "
-          "whole window.",
+          f"Run {R}: GPU {{{{ $labels.gpu }}}} has been throttled ({{{{ $labels.reason }}}} = {{{{ $value }}}}) "
+          "for the whole window.",
           ("rl_gpu_clock_event_active",)),
     Alert("RLMultiTurnRunaway", "warning",
           "run:rl_turns_max:max_over_time10m\n"
