@@ -2,6 +2,7 @@
 
     python -m alerts render                       # rewrite alerts/rules/rl-exporter.rules.yaml
     python -m alerts render --overrides my.yaml --out /tmp/rules.yaml
+    python -m alerts alertmanager                 # rewrite alerts/alertmanager/alertmanager.yml
     python -m alerts --check                      # CI: committed files current, names in catalog,
                                                   # runbook anchors resolve
 """
@@ -18,6 +19,7 @@ from .rules import OverrideError, render, yaml_text
 HERE = Path(__file__).resolve().parent
 RULES_FILE = HERE / "rules" / "rl-exporter.rules.yaml"
 TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
+AM_FILE = HERE / "alertmanager" / "alertmanager.yml"
 
 
 def load_overrides(path: str | None) -> dict | None:
@@ -33,7 +35,7 @@ def load_overrides(path: str | None) -> dict | None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m alerts", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file"))
+    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file", "alertmanager"))
     p.add_argument("--check", action="store_true", help="same as the 'check' command")
     p.add_argument("--overrides", help="YAML/JSON: thresholds, alerts.<Name>.{for,severity,disabled,"
                    "runbook_url}, runbook_base_url")
@@ -50,7 +52,11 @@ def main(argv=None) -> int:
                   "promtool tests current)")
         return 1 if problems else 0
     try:
-        if a.command == "test-file":
+        if a.command == "alertmanager":
+            from .alertmanager import config, yaml_text as am_yaml
+            text = am_yaml(config())
+            target = a.out or str(AM_FILE)
+        elif a.command == "test-file":
             from .testcases import render_tests
             text = render_tests()
             target = a.out or str(TEST_FILE)

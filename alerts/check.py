@@ -50,7 +50,7 @@ def run_checks() -> list[str]:
     doc = render()
     want = yaml_text(doc)
     if not RULES_FILE.exists() or RULES_FILE.read_text() != want:
-        problems.append(f"{RULES_FILE.relative_to(HERE.parent)} differs from the generated rules; "
+        problems.append(f"alerts/rules/{RULES_FILE.name} differs from the generated rules; "
                         "run `python -m alerts render`")
     problems += unknown_metrics(doc)
     anchors = runbook_anchors(RUNBOOK.read_text()) if RUNBOOK.exists() else set()
@@ -83,7 +83,16 @@ def run_checks() -> list[str]:
         problems += missing_cases()
     except ImportError as e:
         problems.append(f"alerts/testcases.py: {e}")
+    from .alertmanager import config, yaml_text as am_yaml
+    am_file = HERE / "alertmanager" / "alertmanager.yml"
+    if not am_file.exists() or am_file.read_text() != am_yaml(config()):
+        problems.append("alerts/alertmanager/alertmanager.yml differs from alerts/alertmanager.py; "
+                        "run `python -m alerts alertmanager`")
     names = [a.name for a in ALERTS]
+    for cause, symptom in __import__("alerts.rules", fromlist=["CAUSES"]).CAUSES:
+        for n in (cause, symptom):
+            if n not in names:
+                problems.append(f"inhibition names unknown alert {n}")
     if len(names) != len(set(names)):
         problems.append("duplicate alert names")
     return problems

@@ -1,0 +1,98 @@
+"""promtool and amtool against the generated rules, their unit tests and the routing example."""
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from alerts import check
+from alerts.alertmanager import config, loopback, yaml_text as am_yaml
+from alerts.rules import render, yaml_text
+
+pytestmark = pytest.mark.integration
+ALERTS_DIR = check.HERE
+PROMTOOL = shutil.which("promtool")
+AMTOOL = shutil.which("amtool")
+need_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt install prometheus)")
+need_amtool = pytest.mark.skipif(AMTOOL is None, reason="amtool not installed (apt install prometheus-alertmanager)")
+
+
+def run(*cmd, cwd=None):
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@need_promtool
+def test_promtool_check_rules_lint_clean():
+    p = run(PROMTOOL, "check", "rules", "--lint=all", str(ALERTS_DIR / "rules" / "rl-exporter.rules.yaml"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "SUCCESS" in p.stdout and "warning" not in (p.stdout + p.stderr).lower()
+
+
+@need_promtool
+def test_promtool_unit_tests_every_alert_fires_and_stays_silent():
+    p = run(PROMTOOL, "test", "rules", "rl-exporter.test.yaml", cwd=ALERTS_DIR / "tests")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "SUCCESS" in p.stdout
+
+
+@need_promtool
+def test_promtool_catches_a_wrong_expectation(tmp_path):
+    # The harness can fail: flip one expected description and promtool must say so.
+    doc = yaml.safe_load((ALERTS_DIR / "tests" / "rl-exporter.test.yaml").read_text())
+    doc["rule_files"] = [str(ALERTS_DIR / "rules" / "rl-exporter.rules.yaml")]
+    doc["tests"] = doc["tests"][:2]
+    doc["tests"][0]["alert_rule_test"][0]["exp_alerts"][0]["exp_annotations"]["description"] = "wrong"
+    f = tmp_path / "t.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    p = run(PROMTOOL, "test", "rules", str(f))
+    assert p.returncode == 1 and "FAILED" in p.stdout + p.stderr
+
+
+@need_promtool
+@pytest.mark.parametrize("scale", [1 / 120, 1 / 60])
+def test_promtool_accepts_overridden_and_time_scaled_rules(tmp_path, scale):
+    f = tmp_path / "r.yaml"
+    f.write_text(yaml_text(render({"thresholds": {"mfu_low": 0.2}, "alerts": {"RLMFULow": {"for": "2h"}}},
+                                  time_scale=scale)))
+    p = run(PROMTOOL, "check", "rules", str(f))
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@need_amtool
+def test_amtool_check_config_example_and_loopback(tmp_path):
+    p = run(AMTOOL, "check-config", str(ALERTS_DIR / "alertmanager" / "alertmanager.yml"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "3 receivers" in p.stdout and f"{len(config()['inhibit_rules'])} inhibit rules" in p.stdout
+    f = tmp_path / "am.yml"
+    f.write_text(am_yaml(loopback("http://127.0.0.1:9")))
+    p = run(AMTOOL, "check-config", str(f))
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@need_amtool
+@pytest.mark.parametrize("labels, receiver", [
+    (["severity=critical", "run=r1", "alertname=RLRunStalled"], "pagerduty"),
+    (["severity=warning", "run=r1", "alertname=RLEntropyCollapse"], "tickets"),
+    (["severity=info", "run=r1", "alertname=RLMFULow"], "null"),
+    (["run=r1", "alertname=Unlabelled"], "null"),
+])
+def test_amtool_routes(labels, receiver):
+    p = run(AMTOOL, "config", "routes", "test",
+            "--config.file=" + str(ALERTS_DIR / "alertmanager" / "alertmanager.yml"),
+            "--verify.receivers=" + receiver, *labels)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.strip() == receiver
+
+
+@need_amtool
+def test_amtool_route_verification_can_fail():
+    p = run(AMTOOL, "config", "routes", "test",
+            "--config.file=" + str(ALERTS_DIR / "alertmanager" / "alertmanager.yml"),
+            "--verify.receivers=pagerduty", "severity=warning", "run=r1")
+    assert p.returncode != 0
+
+
+def test_check_cli():
+    p = run(sys.executable, "-m", "alerts", "--check", cwd=ALERTS_DIR.parent)
+    assert p.returncode == 0, p.stderr

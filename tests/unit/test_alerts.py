@@ -1,0 +1,151 @@
+"""The alert rules source: generated files current, names from the catalog, runbook anchors,
+overrides and time scaling (no external tools needed)."""
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from alerts import check, rules
+from alerts.rules import ALERTS, OverrideError, duration, metric_names, parse_duration, render
+from exporter.catalog import CATALOG
+
+
+def _alerts(doc):
+    return {r["alert"]: r for g in doc["groups"] for r in g["rules"] if "alert" in r}
+
+
+def test_committed_files_are_current_and_consistent():
+    assert check.run_checks() == []
+
+
+def test_every_alert_has_the_mixin_fields():
+    for name, r in _alerts(render()).items():
+        assert r["labels"]["severity"] in ("critical", "warning", "info"), name
+        a = r["annotations"]
+        assert a["summary"] and "{{" not in a["summary"], name
+        assert "$labels.run" in a["description"] and "$value" in a["description"], name
+        assert a["runbook_url"].endswith("#" + name.lower()), name
+        assert parse_duration(r["for"]) > 0, name
+
+
+def test_rules_name_only_catalog_metrics():
+    recorded = {r.record for r in rules.RECORDINGS}
+    for g in render()["groups"]:
+        for r in g["rules"]:
+            for m in metric_names(r["expr"]):
+                assert m in CATALOG.names or m == "up" or m in recorded, (r, m)
+    for a in ALERTS:
+        for m in a.metrics:
+            assert m in CATALOG.metrics, (a.name, m)
+
+
+def test_unknown_metric_is_reported():
+    doc = {"groups": [{"name": "x", "rules": [{"alert": "RLBogus", "expr": "rl_no_such_metric > 1"},
+                                              {"record": "run:x:y", "expr": "run:missing:rule > 0"}]}]}
+    problems = check.unknown_metrics(doc)
+    assert any("rl_no_such_metric is not in the catalog" in p for p in problems)
+    assert any("run:missing:rule is not defined" in p for p in problems)
+
+
+def test_label_values_are_not_mistaken_for_metrics():
+    assert metric_names('label_replace(rl_loss{split=""} != rl_loss, "metric", "rl_nope", "", "")') == {"rl_loss"}
+    assert "run:rl_reward:avg_over_time10m" not in metric_names("run:rl_reward:avg_over_time10m > 1")
+
+
+def test_runbook_anchor_resolution():
+    anchors = check.runbook_anchors("# Title\n## RLRunStalled\ntext\n### Some Heading!\n")
+    assert {"rlrunstalled", "some-heading", "title"} <= anchors
+    assert "rlrewardcollapse" not in anchors
+
+
+def test_threshold_for_severity_overrides():
+    doc = render({"thresholds": {"clip_ratio_high": 0.42, "short_window": "20m"},
+                  "alerts": {"RLMFULow": {"for": "2h", "severity": "warning"},
+                             "RLGPUThrottling": {"disabled": True}},
+                  "runbook_base_url": "https://wiki.example/rl"})
+    a = _alerts(doc)
+    assert "> 0.42" in a["RLClipFractionHigh"]["expr"] and "[20m]" in a["RLClipFractionHigh"]["expr"]
+    assert a["RLMFULow"]["for"] == "2h" and a["RLMFULow"]["labels"]["severity"] == "warning"
+    assert "RLGPUThrottling" not in a
+    assert a["RLRunStalled"]["annotations"]["runbook_url"] == "https://wiki.example/rl#rlrunstalled"
+    # the default render is unchanged by an override
+    assert "> 0.3" in _alerts(render())["RLClipFractionHigh"]["expr"]
+
+
+def test_override_descriptions_follow_thresholds():
+    a = _alerts(render({"thresholds": {"entropy_collapse_ratio": 0.25}}))
+    assert "< 0.25 *" in a["RLEntropyCollapse"]["expr"]
+    assert "under 0.25x" in a["RLEntropyCollapse"]["annotations"]["description"]
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ({"thresholds": {"nope": 1}}, "unknown threshold"),
+    ({"thresholds": {"clip_ratio_high": "high"}}, "must be a number"),
+    ({"alerts": {"RLNope": {"for": "5m"}}}, "unknown alert"),
+    ({"alerts": {"RLMFULow": {"severity": "page"}}}, "severity must be one of"),
+    ({"alerts": {"RLMFULow": {"for": "soon"}}}, "bad duration"),
+    ({"alerts": {"RLMFULow": {"labels": {}}}}, "unknown keys"),
+    ({"threshold": {}}, "unknown override sections"),
+])
+def test_bad_overrides_are_clear_errors(bad, msg):
+    with pytest.raises((OverrideError, ValueError), match=msg):
+        render(bad)
+
+
+def test_time_scale_shrinks_windows_for_and_time_thresholds_only():
+    a = _alerts(render(time_scale=1 / 120))
+    assert a["RLClipFractionHigh"]["for"] == "7s500ms"
+    assert "[5s]" in a["RLClipFractionHigh"]["expr"] and "> 0.3" in a["RLClipFractionHigh"]["expr"]
+    stalled = a["RLRunStalled"]["expr"]
+    assert "7.5" in stalled and "[30s]" in stalled  # 900 s floor and 1h window, scaled
+    assert "0.008333333333333333 * max" in stalled  # step durations are simulated seconds: scaled too
+
+
+def test_durations_roundtrip():
+    for s in (0.25, 1, 59, 60, 90, 600, 3600, 5400, 86400 + 61):
+        assert parse_duration(duration(s)) == pytest.approx(s)
+    assert duration(5400) == "1h30m" and duration(0.25) == "250ms"
+
+
+def test_cli_renders_with_overrides_file(tmp_path):
+    ov = tmp_path / "ov.yaml"
+    ov.write_text("thresholds:\n  mfu_low: 0.25\nalerts:\n  RLMFULow:\n    for: 3h\n")
+    out = tmp_path / "rules.yaml"
+    p = subprocess.run([sys.executable, "-m", "alerts", "render", "--overrides", str(ov), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    a = _alerts(yaml.safe_load(out.read_text()))
+    assert "< 0.25" in a["RLMFULow"]["expr"] and a["RLMFULow"]["for"] == "3h"
+    ov.write_text("thresholds:\n  mfu_lo: 0.25\n")
+    p = subprocess.run([sys.executable, "-m", "alerts", "render", "--overrides", str(ov), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "unknown threshold 'mfu_lo'" in p.stderr
+
+
+def test_check_cli_fails_on_drift(tmp_path, monkeypatch):
+    monkeypatch.setattr(check, "RULES_FILE", tmp_path / "stale.yaml")
+    (tmp_path / "stale.yaml").write_text("groups: []\n")
+    assert any("differs from the generated rules" in p for p in check.run_checks())
+
+
+def test_every_alert_has_a_runbook_section_with_the_four_parts():
+    text = (check.HERE / "runbook.md").read_text()
+    for a in ALERTS:
+        sec = text.split(f"## {a.name}\n", 1)[1].split("\n## ", 1)[0]
+        for part in ("**Meaning**", "**Impact**", "**Diagnosis**", "**Mitigation**"):
+            assert part in sec, (a.name, part)
+
+
+def test_inhibitions_name_real_alerts_and_route_by_severity():
+    from alerts.alertmanager import config, loopback
+    c = config()
+    names = {a.name for a in ALERTS}
+    for r in c["inhibit_rules"]:
+        assert r["equal"] == ["run"]
+        for m in r["source_matchers"] + r["target_matchers"]:
+            if m.startswith("alertname="):
+                assert m.split('"')[1] in names
+    lb = loopback("http://127.0.0.1:1")
+    assert "pagerduty_configs" not in str(lb) and "127.0.0.1:1/pagerduty" in str(lb)
+    assert lb["inhibit_rules"] == c["inhibit_rules"] and lb["route"]["routes"][0]["receiver"] == "pagerduty"
