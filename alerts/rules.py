@@ -290,10 +290,12 @@ ALERTS: list[Alert] = [
           '/ max by (run) (avg_over_time(rl_groups{{outcome="total", split=""}}[{short_window}]))\n'
           "< {informative_groups_min_ratio}\n"
           "or\n1 - max by (run) (avg_over_time(rl_group_zero_std_ratio{{stat=\"\", split=\"\"}}"
-          "[{short_window}])) < {informative_groups_min_ratio}",
+          "[{short_window}])) < {informative_groups_min_ratio}\n"
+          "or\n(\n  max by (run) (max_over_time(rl_score{{stat=\"max\", split=\"\"}}[{short_window}]))\n"
+          "  - min by (run) (min_over_time(rl_score{{stat=\"min\", split=\"\"}}[{short_window}]))\n) == 0",
           Dur(300), "Almost no GRPO group has differing rewards: the reward does not discriminate.",
           f"Run {R}: only {{{{ $value | humanizePercentage }}}} of GRPO groups are informative.",
-          ("rl_groups", "rl_group_zero_std_ratio")),
+          ("rl_groups", "rl_group_zero_std_ratio", "rl_score")),
     # ============================================================ data (ticket)
     Alert("RLResponseTruncationHigh", "warning",
           f"{_avg('rl_response_truncated_ratio', 'short_window', TRUNC_SEL)}"
