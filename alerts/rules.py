@@ -546,10 +546,9 @@ def render(overrides: dict | None = None, time_scale: float = 1.0) -> dict:
                 "runbook_url": o.get("runbook_url") or f"{base_url}#{a.name.lower()}",
             },
         })
-    return {"groups": [
-        {"name": "rl-exporter.rules", "rules": records},
-        {"name": "rl-exporter.alerts", "rules": alerts},
-    ]}
+    # One group: rules of a group run in order, so every alert reads recording rules of the
+    # same evaluation (separate groups run independently and would read them one tick late).
+    return {"groups": [{"name": "rl-exporter", "rules": records + alerts}]}
 
 
 def alert(name: str) -> Alert:

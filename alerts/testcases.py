@@ -62,7 +62,7 @@ CASES: dict[str, dict] = {
         silent=[s("rl_policy_kl", alt(0.001, 0.01, 25))], silent_at="45m"),
     "RLReferenceKLRunaway": dict(
         fire=[s("rl_reference_kl", "0.005x80 0.1x30")], at="95m",
-        desc="Run r: mean KL to the reference (kl_mean) is 0.0914, several times its baseline of the "
+        desc="Run r: mean KL to the reference (kl_mean) is 0.1000, several times its baseline of the "
              "previous hour.",
         silent=[s("rl_reference_kl", "0.001+0.0002x99")], silent_at="100m"),
     "RLKLSingleTokenDominates": dict(
