@@ -38,6 +38,7 @@ def run(args) -> int:
                   otlp_endpoint=args.otlp_endpoint)
     if ex.url is None:
         return 1
+    sim.attach(ex)  # simulated NVML sampler and run-configuration series
     print(f"rl-exporter demo ({args.scenario}): scrape {ex.url}", flush=True)
     try:
         step = 0

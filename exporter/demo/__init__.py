@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import random
 
-from .scenarios import SCENARIOS
+from .scenarios import PREPARE, SCENARIOS, side_series
 
 MAX_RESPONSE_LENGTH = 1024
 GROUPS = 64
@@ -25,6 +25,15 @@ class SimulatedRun:
         self.total = max(total_steps, 1)
         self.tokens = 0
         self.zero_grad_skips = 0
+        self.exporter = None
+
+    def attach(self, exporter) -> None:
+        """Also feed the series a deployment gets from outside the trainer (simulated NVML
+        sampler, run configuration) straight into `exporter.store`, once per step."""
+        self.exporter = exporter
+
+    def side_series(self, step: int):
+        return side_series(self.scenario, step, self.onset)
 
     def frame(self, step: int) -> dict | None:
         """The metrics a trainer would log at `step` (1-based), or None if it logs nothing."""
@@ -95,6 +104,12 @@ class SimulatedRun:
         if step % self.val_every == 0:
             f["val-core/openai/gsm8k/acc/mean@1"] = 0.3 + 0.45 * p + noise(0.01)
             f["val-aux/openai/gsm8k/reward/mean@1"] = 0.3 + 0.45 * p + noise(0.01)
+        if self.exporter is not None:
+            for metric, value, labels in self.side_series(step):
+                self.exporter.store.set(metric, value, labels)
+        prepare = PREPARE.get(self.scenario)
+        if prepare is not None:
+            f = prepare(f, step, r)
         if step >= self.onset:
             f = SCENARIOS[self.scenario](f, step - self.onset, r)
             if f is None:

@@ -83,3 +83,229 @@ SCENARIOS = {
     "no-signal": no_signal,
     "stall": stall,
 }
+
+
+# ---------------------------------------------------------------- scenarios added for the alerts
+# Keys are the real ones of the framework that logs them (veRL first; posttrain, TRL and AReaL
+# keys where veRL has none): the run goes through the catalog exactly like a trainer's would.
+# PREPARE edits every frame of a scenario (also before onset), so baselines exist.
+
+def _prepare_kl(frame, step, rng):
+    frame["train/kl_mean"] = 0.002 + abs(rng.gauss(0, 0.0002))        # posttrain k3 to reference
+    frame["train/kl_max"] = 0.05 + abs(rng.gauss(0, 0.005))
+    return frame
+
+
+def kl_token_spike(frame, t, rng):
+    # seed 000: kl_max orders of magnitude above kl_mean with a grad-norm jump
+    frame["train/kl_max"] = 0.6 + rng.uniform(0, 0.1)
+    frame["actor/grad_norm"] = frame["actor/grad_norm"] * 5
+    return frame
+
+
+def reference_kl_runaway(frame, t, rng):
+    grow = min(40.0, 1 + 1.5 * t)   # the policy drifts from the reference, every token a bit
+    frame["train/kl_mean"] *= grow
+    frame["train/kl_max"] *= grow
+    return frame
+
+
+def _prepare_on_policy(frame, step, rng):
+    frame["actor/pg_clipfrac"] = 0.0     # one mini-batch per step: ratio == 1, nothing clips
+    frame["actor/pg_clipfrac_lower"] = 0.0
+    return frame
+
+
+def on_policy_clip(frame, t, rng):
+    frame["actor/pg_clipfrac"] = 0.02 + abs(rng.gauss(0, 0.003))  # a pi_old bug
+    return frame
+
+
+def _prepare_critic(frame, step, rng):
+    frame["critic/vf_explained_var"] = min(0.8, -0.2 + 0.02 * step) + rng.gauss(0, 0.02)
+    frame["critic/vf_loss"] = 0.5 + rng.gauss(0, 0.02)
+    frame["critic/values/mean"] = frame["critic/rewards/mean"] + rng.gauss(0, 0.02)
+    return frame
+
+
+def critic_not_learning(frame, t, rng):
+    frame["critic/vf_explained_var"] = -0.4 + rng.gauss(0, 0.03)
+    frame["critic/vf_loss"] = 2.0 + rng.gauss(0, 0.1)
+    return frame
+
+
+def _prepare_dpo(frame, step, rng):
+    frame["rewards/accuracies"] = min(0.9, 0.6 + 0.01 * step)   # TRL DPO
+    frame["rewards/margins"] = 0.5 + 0.02 * step
+    frame["eval_loss"] = 0.9 - 0.005 * step                       # HF/TRL held-out loss
+    return frame
+
+
+def dpo_overfit(frame, t, rng):
+    frame["rewards/accuracies"] = 0.995
+    frame["rewards/margins"] = 3.0 + 0.1 * t
+    frame["eval_loss"] = 0.8 + rng.uniform(0, 0.002)              # validation flat
+    return frame
+
+
+def _prepare_rm(frame, step, rng):
+    frame["rm/accuracy"] = 0.8 + rng.gauss(0, 0.01)
+    frame["rm/reward_margin"] = 1.5 + rng.gauss(0, 0.05)
+    return frame
+
+
+def rm_margin_collapse(frame, t, rng):
+    frame["rm/accuracy"] = 0.55 + rng.gauss(0, 0.01)
+    frame["rm/reward_margin"] = max(0.02, 1.5 * math.exp(-0.3 * t))
+    return frame
+
+
+def _prepare_mismatch(frame, step, rng):
+    frame["rollout_corr/kl"] = 0.0007 + rng.gauss(0, 0.00003)                # veRL
+    frame["train/logprob_gap_mean"] = 0.015 + rng.gauss(0, 0.0005)          # posttrain
+    frame["train/logprob_gap_token_count"] = 256 * 400
+    return frame
+
+
+def train_infer_mismatch(frame, t, rng):
+    grow = min(12.0, 1 + 0.4 * t)  # MoE routing flips: the gap keeps rising
+    frame["rollout_corr/kl"] *= grow
+    frame["train/logprob_gap_mean"] *= grow
+    return frame
+
+
+def _prepare_async(frame, step, rng):
+    frame["training/off_policy/trajectory_staleness"] = 1.0 + rng.uniform(0, 0.5)
+    return frame
+
+
+def async_staleness(frame, t, rng):
+    frame["training/off_policy/trajectory_staleness"] = min(12.0, 2 + 0.5 * t)
+    return frame
+
+
+def load_imbalance(frame, t, rng):
+    mean = frame["global_seqlen/mean"]
+    frame["global_seqlen/max"] = mean * 2.2
+    frame["global_seqlen/minmax_diff"] = mean * 1.6
+    return frame
+
+
+def _prepare_moe(frame, step, rng):
+    for layer in (0, 12, 23):
+        frame[f"moe_balance/layer_{layer}/max_over_ideal"] = 1.2 + rng.uniform(0, 0.1)  # AReaL
+    return frame
+
+
+def moe_imbalance(frame, t, rng):
+    frame["moe_balance/layer_12/max_over_ideal"] = min(4.0, 1.5 + 0.2 * t)
+    return frame
+
+
+def mfu_low(frame, t, rng):
+    frame["perf/mfu/actor"] = 0.15 + rng.gauss(0, 0.005)
+    return frame
+
+
+def throughput_drop(frame, t, rng):
+    # generation got 4x slower (a rollout-engine regression): step time up, tokens/s down
+    extra = 3 * frame["timing_s/gen"]
+    frame["timing_s/gen"] += extra
+    frame["timing_s/step"] += extra
+    frame["perf/time_per_step"] += extra
+    frame["perf/throughput"] = frame["perf/total_num_tokens"] / (frame["timing_s/step"] * 8)
+    return frame
+
+
+def gpu_memory_full(frame, t, rng):
+    frame["perf/max_memory_allocated_gb"] = 76.5
+    frame["perf/max_memory_reserved_gb"] = 78.0
+    return frame
+
+
+def gpu_throttle(frame, t, rng):
+    # seed 002's heat guard: throttled clocks make steps ~20 % slower
+    frame["perf/throughput"] *= 0.8
+    return frame
+
+
+def _prepare_turns(frame, step, rng):
+    frame["num_turns/mean"] = 3.0 + rng.gauss(0, 0.1)
+    frame["num_turns/max"] = float(6 + rng.randint(0, 2))
+    frame["num_turns/min"] = 1.0
+    return frame
+
+
+def multi_turn_runaway(frame, t, rng):
+    frame["num_turns/max"] = float(min(64, 20 + 4 * t))
+    frame["num_turns/mean"] = 5.0
+    return frame
+
+
+def reward_hacking(frame, t, rng):
+    shrink = max(0.35, 1 - 0.06 * t)
+    for k in ("response_length/mean", "response_length/max"):
+        frame[k] *= shrink
+    for k in ("critic/score/mean", "critic/rewards/mean"):
+        frame[k] = min(0.98, frame[k] + 0.015 * t)
+    return frame
+
+
+def validation_regression(frame, t, rng):
+    for k in list(frame):
+        if k.startswith("val-core/") or k.startswith("val-aux/"):
+            frame[k] = max(0.0, frame[k] - 0.02 * t)
+    return frame
+
+
+SCENARIOS.update({
+    "kl-token-spike": kl_token_spike,
+    "reference-kl-runaway": reference_kl_runaway,
+    "on-policy-clip": on_policy_clip,
+    "critic-not-learning": critic_not_learning,
+    "dpo-overfit": dpo_overfit,
+    "rm-margin-collapse": rm_margin_collapse,
+    "train-infer-mismatch": train_infer_mismatch,
+    "async-staleness": async_staleness,
+    "load-imbalance": load_imbalance,
+    "moe-imbalance": moe_imbalance,
+    "mfu-low": mfu_low,
+    "throughput-drop": throughput_drop,
+    "gpu-memory-full": gpu_memory_full,
+    "gpu-throttle": gpu_throttle,
+    "multi-turn-runaway": multi_turn_runaway,
+    "reward-hacking": reward_hacking,
+    "validation-regression": validation_regression,
+})
+
+PREPARE = {
+    "kl-token-spike": _prepare_kl,
+    "reference-kl-runaway": _prepare_kl,
+    "on-policy-clip": _prepare_on_policy,
+    "critic-not-learning": _prepare_critic,
+    "dpo-overfit": _prepare_dpo,
+    "rm-margin-collapse": _prepare_rm,
+    "train-infer-mismatch": _prepare_mismatch,
+    "async-staleness": _prepare_async,
+    "moe-imbalance": _prepare_moe,
+    "multi-turn-runaway": _prepare_turns,
+}
+
+GIB = 2.0 ** 30
+
+
+def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, dict]]:
+    """Series a real deployment gets from outside the trainer's dict: the NVML sampler (GPU
+    memory, clock-event reasons) and the run configuration (mini-batches per step).
+    (metric, value, labels) triples written straight into the exporter's store."""
+    on = step >= onset
+    out = [("rl_optimizer_mini_batches", 1.0 if scenario == "on-policy-clip" else 4.0, {})]
+    for gpu in ("0", "1"):
+        used = 54.0 if not (on and scenario == "gpu-memory-full") else 78.6
+        out.append(("rl_gpu_memory_used_bytes", used * GIB, {"gpu": gpu}))
+        out.append(("rl_gpu_memory_limit_bytes", 80.0 * GIB, {"gpu": gpu}))
+        hot = on and scenario == "gpu-throttle" and gpu == "1"
+        out.append(("rl_gpu_clock_event_active", 1.0 if hot else 0.0,
+                    {"gpu": gpu, "reason": "hw_thermal_slowdown"}))
+        out.append(("rl_gpu_clock_event_active", 0.0, {"gpu": gpu, "reason": "sw_power_cap"}))
+    return out
