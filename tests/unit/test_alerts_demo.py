@@ -60,3 +60,15 @@ def test_on_policy_clip_is_zero_before_the_bug_and_nonzero_after():
     assert all(f["actor/pg_clipfrac"] == 0.0 for f in frames[:4])
     assert all(f["actor/pg_clipfrac"] > 0 for f in frames[4:])
     assert sim.side_series(1)[0] == ("rl_optimizer_mini_batches", 1.0, {})
+
+
+def test_every_alert_has_an_end_to_end_scenario_and_every_scenario_an_expectation():
+    from alerts.rules import ALERTS
+    from alerts.scenarios import EXPECTED
+    covered = {a for alerts in EXPECTED.values() for a in alerts}
+    assert covered == {a.name for a in ALERTS}
+    assert set(EXPECTED) - {"crash"} == set(SCENARIOS)
+    assert EXPECTED["healthy"] == {}
+    for alerts in EXPECTED.values():
+        for name, needs in alerts.items():
+            assert all(m in CATALOG.metrics for m in needs), (name, needs)
