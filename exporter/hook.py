@@ -14,6 +14,7 @@ raises into the training loop: failures are counted and logged once per kind.
 from __future__ import annotations
 
 import collections
+import decimal
 import logging
 import math
 import numbers
@@ -318,8 +319,6 @@ class Exporter:
         if cls is _New:
             if v is None:
                 return None
-            if slot.resolution.fallback:
-                self._unknown += 1
             num = self._number_or_reject(key, v)
             if num is None:
                 return None
@@ -453,7 +452,7 @@ class Exporter:
                 return float(v)
             if isinstance(v, str):
                 reason = "string"
-            elif isinstance(v, numbers.Real):
+            elif isinstance(v, (numbers.Real, decimal.Decimal)):
                 return float(v)
             elif getattr(v, "shape", None) == () and hasattr(v, "item"):
                 return float(v.item())  # numpy 0-d arrays
