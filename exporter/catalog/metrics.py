@@ -163,7 +163,7 @@ METRICS: list[Metric] = [
       "Generated response length. subset=non_aborted|terminated|correct|incorrect narrows the "
       "samples (veRL response_length*, TRL completions/*_length, AReaL seq_len split by correctness).",
       "subset", agg=WMEAN, weight=SEQ, group="length"),
-    g("rl_prompt_length_tokens", "{token}", "Prompt length.", agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_prompt_length_tokens", "{token}", "Prompt length (veRL prompt_length, AReaL prompt_len).", agg=WMEAN, weight=SEQ, group="length"),
     g("rl_sequence_length_tokens", "{token}", "Prompt plus response length.", agg=WMEAN, weight=SEQ,
       group="length"),
     g("rl_response_truncated_ratio", "1",
