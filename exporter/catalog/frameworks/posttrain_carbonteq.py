@@ -107,8 +107,8 @@ P = [Pattern(re.compile(r"^train/rl/time/(?P<phase>.+)_seconds$"),
 def _as_eval(a):
     """The TRL alias with split="eval" (or unchanged for keys that are held-out already)."""
     from .. import metrics as _m
-    metric = next(m for m in _m.METRICS + _trl.METRICS if m.name == a.metric)
-    if "split" not in metric.labels:
+    metric = next((m for m in _m.METRICS + _trl.METRICS if m.name == a.metric), None)
+    if metric is None or "split" not in metric.labels:
         return None
     return replace(a, labels=tuple(sorted(dict(a.labels, split="eval").items())))
 
