@@ -277,6 +277,21 @@ METRICS: list[Metric] = [
       group="preference"),
     g("rl_preference_logprob", "1", "Policy log-probability per side (TRL logps/chosen|rejected).",
       "side", group="preference"),
+    # added for TRL/OpenRLHF
+    g("rl_validation_response_length_tokens", "{token}",
+      "Held-out response length per data source (OpenRLHF eval_{datasource}_response_length_mean; "
+      "slime eval/{dataset}/response_len has the same shape). The all-sources value is "
+      "rl_response_length_tokens{split=\"eval\"}.", "data_source", agg=WMEAN, weight=SEQ,
+      group="validation"),
+    g("rl_validation_response_truncated_ratio", "1",
+      "Fraction of held-out responses cut at the length limit, per data source (OpenRLHF "
+      "eval_{datasource}_truncated_rate; slime eval/{dataset}-truncated_ratio). The all-sources value "
+      "is rl_response_truncated_ratio{split=\"eval\"}.", "data_source", agg=WMEAN, weight=SEQ,
+      group="validation"),
+    g("rl_dynamic_filter_pass_ratio", "1",
+      "Fraction of generated samples kept by dynamic-sampling filters (OpenRLHF "
+      "dynamic_filtering_pass_rate; veRL/slime keep finer filter counters in their own metrics). "
+      "Near 0: most groups tie and are dropped, so generation is wasted.", group="groups"),
     # ---------------------------------------------------------------- unknown keys
     g("rl_unmapped_value", "1",
       "Any numeric key the catalog does not know, under its sanitised original key. Bounded: past "
