@@ -46,8 +46,8 @@ METRICS = [
            "future_token_fraction. Staleness against theta is rl_sample_staleness_steps.",
            (STAT, SPLIT, "quantity"), MEAN, group="async"),
     Metric("rl_workflow_value", GAUGE, "1",
-           "Scalars an AReaL rollout workflow logs with no canonical metric (rollout/{scalar}, "
-           "eval-rollout/{scalar} with split=eval, e.g. accepted, rejected, max_tokens); "
+           "Scalars an AReaL rollout workflow logs with no canonical metric (rollout/accepted, "
+           "rejected, max_tokens; any eval-rollout/{scalar} with split=eval); "
            "count-weighted mean over trajectories.", (STAT, SPLIT, "quantity"), MEAN, group="rollout"),
     Metric("rl_training_compute_seconds_total", COUNTER, "s",
            "Training compute time since the engine started (AReaL train_perf/total_seconds; resets "
@@ -184,6 +184,10 @@ K = {
     "rollout/reward": alias("rl_reward", note="workflow reward per trajectory, count-weighted over "
                                               "rollout workers; includes later-rejected ones"),
     "rollout/num_turns": alias("rl_turns"),
+    # accepted/rejected count 1 per trajectory; max_tokens is logged by multi-turn workflows
+    "rollout/accepted": alias("rl_workflow_value", quantity="accepted"),
+    "rollout/rejected": alias("rl_workflow_value", quantity="rejected"),
+    "rollout/max_tokens": alias("rl_workflow_value", quantity="max_tokens"),
     "eval-rollout/reward": alias("rl_reward", split="eval"),
     "eval-rollout/num_turns": alias("rl_turns", split="eval"),
     # ---------------------------------------------------------------- train_perf/ (858556a)
@@ -243,8 +247,8 @@ P = [
     pattern(r"^ppo_actor/update/compute_logp/(?P<method>[^/]+)/(?P<q>(?:behave_imp_weight|"
             r"importance_weight)_(?:abs|rel)_error)$", "rl_ppo_diagnostic", role="actor",
             quantity="update/compute_logp/{q}"),
-    # rollout workflow scalars: anything else a workflow logs
-    pattern(r"^rollout/" + NC + r"(?P<quantity>[^/]+)$", "rl_workflow_value"),
+    # eval workflow scalars: anything else a workflow logs. (No such catch-all for rollout/:
+    # slime and Miles own that prefix too, and framework="auto" tries AReaL first.)
     pattern(r"^eval-rollout/" + NC + r"(?P<quantity>[^/]+)$", "rl_workflow_value", split="eval"),
     # other ppo_actor/ppo_critic stats (distillation, SAPO gates, logits range, custom losses).
     # Keys ending in /avg|/min|/max are left to resolve through their base key.

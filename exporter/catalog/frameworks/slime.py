@@ -24,7 +24,7 @@ METRICS = [
            "the rollout id) and counter=eval (eval/step). Compare with rl_training_step.",
            (STAT, SPLIT, "counter"), MAX, group="run"),
     Metric("rl_train_stat", GAUGE, "1",
-           "slime/Miles train/{role}-{key} values with no canonical metric (custom loss terms "
+           "slime/Miles train/{role}-{key} values with no canonical metric (e.g. custom loss terms "
            "reported by a --custom-loss-function); `quantity` is the raw key.",
            (STAT, SPLIT, "role", "quantity"), MEAN, group="policy"),
     Metric("rl_mismatch_correction", GAUGE, "1",
@@ -34,7 +34,7 @@ METRICS = [
     Metric("rl_rollout_stat", GAUGE, "1",
            "slime/Miles per-rollout means of Megatron rollout-data fields with no canonical metric "
            "(rollout/log_probs, ref_log_probs, rollout_log_probs, teacher_log_probs, opd_reverse_kl, "
-           "correct_entropy, top_p_kept_vocab_per_token, and any other rollout/{field}).",
+           "correct_entropy, top_p_kept_vocab_per_token).",
            (STAT, SPLIT, "quantity"), MEAN, group="rollout"),
     Metric("rl_response_repetition_ratio", GAUGE, "1",
            "Fraction of responses flagged as repetitive (slime/Miles rollout/repetition_frac: >10k "
@@ -204,16 +204,15 @@ PATTERNS = [
     pattern(r"^train/critic-lr-pg_(?P<param_group>\d+)$", "rl_critic_learning_rate",
             note="param_group is not a label of rl_critic_learning_rate; groups share one series"),
     pattern(r"^train/(?:(?P<role>[a-z_]+)-)?mtp_(?P<layer>\d+)_loss$", "rl_mtp_loss"),
-    # anything else a (custom) loss reports under train/, by role
+    # anything else a (custom) loss reports under a role prefix. Unprefixed unknown train/ keys
+    # are left to the fallback: posttrain and veRL's SFT trainer use train/ too.
     pattern(r"^train/(?P<role>[a-z_]+)-(?P<quantity>[^/]+)$", "rl_train_stat"),
-    pattern(r"^train/(?P<quantity>[^/]+)$", "rl_train_stat"),
     # rollout/
     pattern(r"^rollout/zero_std/count_(?P<reward>.+)$", "rl_tied_groups"),
     pattern(r"^rollout/error_cat/(?P<category>.+)$", "rl_reward_category_ratio"),
     pattern(r"^rollout/dynamic_filter/drop_(?P<reason>.+)$", "rl_dynamic_filter_dropped"),
     pattern(r"^rollout/correct_length/p(?P<pct>\d+)$", "rl_response_length_tokens",
             subset="correct", stat="p{pct}"),
-    pattern(r"^rollout/(?P<quantity>[^/]+)$", "rl_rollout_stat"),
     # perf/
     pattern(r"^perf/(?P<quantity>" + _SGLANG + r")/(?P<stat>mean|median|max|min)$",
             "rl_inference_request_stat"),

@@ -39,7 +39,6 @@ PATTERN_INSTANCES = {
         ("train/critic-value_clipfrac", "rl_value_clip_ratio", {}),
         ("train/actor-pg_clipfrac", "rl_policy_clip_ratio", {}),
         ("train/actor-my_aux_term", "rl_train_stat", {"role": "actor", "quantity": "my_aux_term"}),
-        ("train/my_aux_term", "rl_train_stat", {"quantity": "my_aux_term"}),
     ],
     r"^train/(?:(?P<role>[a-z_]+)-)?lr-pg_(?P<param_group>\d+)$": [
         ("train/lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
@@ -72,7 +71,8 @@ PATTERN_INSTANCES = {
         ("rollout/rewards", "rl_reward", {}),
         ("rollout/truncated", "rl_response_truncated_ratio", {}),
         ("rollout/log_probs", "rl_rollout_stat", {"quantity": "log_probs"}),
-        ("rollout/some_new_field", "rl_rollout_stat", {"quantity": "some_new_field"}),
+        ("rollout/top_p_kept_vocab_per_token", "rl_rollout_stat",
+         {"quantity": "top_p_kept_vocab_per_token"}),
     ],
     r"^perf/(?P<timer>.+)_time$": [
         ("perf/sleep_time", "rl_phase_duration_seconds", {"phase": "sleep"}),
@@ -202,3 +202,10 @@ def test_console_frame_resolves_with_zero_fallbacks():
         assert sid not in series, f"{key} and {series[sid]} collide"
         series[sid] = key
     assert res("train/lr-pg_0").metric.name == "rl_learning_rate"
+
+
+def test_unprefixed_unknown_keys_fall_back_rather_than_hide():
+    """train/ and rollout/ are shared with posttrain/AReaL: no catch-all there, so a new key shows
+    up as rl_unmapped_value instead of being swallowed (also under framework="auto")."""
+    for key in ("train/brand_new_term", "rollout/brand_new_field"):
+        assert res(key).fallback
