@@ -262,6 +262,16 @@ METRICS: list[Metric] = [
       "mismatch (TRL sampling/importance_sampling_ratio, veRL rollout_corr/rollout_is_*).",
       group="consistency"),
     # ---------------------------------------------------------------- async
+    # added for AReaL/slime/Miles/posttrain
+    g("rl_config_value", "1",
+      "A configuration value the trainer echoes into its metrics, so a curve says which setting "
+      "produced it (AReaL ppo_actor|ppo_critic/eps_clip, c_clip, use_dual_clip, rs_upper|rs_lower, "
+      "mask_no_eos_with_zero; posttrain optim/finite_gradient_check_enabled). Booleans are 0/1. "
+      "`parameter` is the framework's own name.", "parameter", "role", agg=LAST, group="run"),
+    g("rl_distillation_divergence", "1",
+      "Policy-to-teacher divergence in on-policy distillation (slime/Miles train/opd_reverse_kl = "
+      "sampled-token reverse KL; posttrain train/opd_divergence, token-weighted).",
+      agg=WMEAN, weight=TOK, group="policy"),
     g("rl_sample_staleness_steps", "{version}",
       "Policy versions between the sample's behaviour policy and the trained one (AReaL "
       "sample_staleness, veRL trajectory_staleness, Miles weight_version lag).", agg=WMEAN, weight=TOK,
