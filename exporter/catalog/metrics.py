@@ -65,7 +65,7 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- reward
     g("rl_reward", "1",
       "Reward used for training per sequence (veRL critic/rewards = score minus in-reward KL; "
-      "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL final_reward; "
+      "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL rollout/reward; "
       "slime/Miles rollout/rewards; posttrain train/reward_*).",
       agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_score", "1",
@@ -161,7 +161,8 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- lengths
     g("rl_response_length_tokens", "{token}",
       "Generated response length. subset=non_aborted|terminated|correct|incorrect narrows the "
-      "samples (veRL response_length*, TRL completions/*_length, AReaL seq_len split by correctness).",
+      "samples (veRL response_length*, TRL completions/*_length, slime/Miles rollout/response_len, "
+      "posttrain response_len_*). AReaL logs prompt+response: see rl_sequence_length_tokens.",
       "subset", agg=WMEAN, weight=SEQ, group="length"),
     g("rl_prompt_length_tokens", "{token}", "Prompt length (veRL prompt_length, AReaL prompt_len).", agg=WMEAN, weight=SEQ, group="length"),
     g("rl_sequence_length_tokens", "{token}", "Prompt plus response length.", agg=WMEAN, weight=SEQ,
@@ -274,7 +275,7 @@ METRICS: list[Metric] = [
       agg=WMEAN, weight=TOK, group="policy"),
     g("rl_sample_staleness_steps", "{version}",
       "Policy versions between the sample's behaviour policy and the trained one (AReaL "
-      "sample_staleness, veRL trajectory_staleness, Miles weight_version lag).", agg=WMEAN, weight=TOK,
+      "sample_staleness, veRL trajectory_staleness). Miles logs absolute weight versions instead.", agg=WMEAN, weight=TOK,
       group="async"),
     # ---------------------------------------------------------------- preference (DPO/KTO/SimPO/RM)
     g("rl_preference_reward", "1", "Implicit reward per side (TRL rewards/chosen|rejected, OpenRLHF "

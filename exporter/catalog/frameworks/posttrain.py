@@ -75,10 +75,10 @@ METRICS = [
     Metric("rl_dpo_denoising_error", GAUGE, "1",
            "posttrain diffusion-DPO denoising error per model (policy|reference) and side "
            "(chosen = winner, rejected = loser): train/dpo_err_{pol,ref}_{w,l}.",
-           (STAT, SPLIT, "model", "side"), MEAN, group="preference"),
+           (STAT, SPLIT, "network", "side"), MEAN, group="preference"),
     Metric("rl_dpo_raw_loss", GAUGE, "1",
-           "posttrain DPO unreduced losses before the preference combination, model=policy|reference "
-           "(train/dpo_raw_model_loss, dpo_raw_ref_loss).", (STAT, SPLIT, "model"), MEAN,
+           "posttrain DPO unreduced losses before the preference combination, network=policy|reference "
+           "(train/dpo_raw_model_loss, dpo_raw_ref_loss).", (STAT, SPLIT, "network"), MEAN,
            group="preference"),
     Metric("rl_nft_optimality", GAUGE, "1",
            "posttrain NFT optimality ratio: mean (train/optimality_mean), stat=std, "
@@ -191,8 +191,8 @@ K = {
     "train/dpo_reward_margin": alias("rl_preference_reward_margin", agg=MEAN),
     "train/dpo_reward_winner": alias("rl_preference_reward", agg=MEAN, side="chosen"),
     "train/dpo_reward_loser": alias("rl_preference_reward", agg=MEAN, side="rejected"),
-    "train/dpo_raw_model_loss": alias("rl_dpo_raw_loss", agg=MEAN, model="policy"),
-    "train/dpo_raw_ref_loss": alias("rl_dpo_raw_loss", agg=MEAN, model="reference"),
+    "train/dpo_raw_model_loss": alias("rl_dpo_raw_loss", agg=MEAN, network="policy"),
+    "train/dpo_raw_ref_loss": alias("rl_dpo_raw_loss", agg=MEAN, network="reference"),
     # ---------------------------------------------------------------- OPD
     "train/opd_divergence": _tok("rl_distillation_divergence"),
     "train/opd_advantage": _tok("rl_opd_term", quantity="advantage"),
@@ -228,8 +228,8 @@ K = {
                                                  parameter="finite_gradient_check_enabled"),
 }
 for _side, _s in (("chosen", "w"), ("rejected", "l")):
-    K[f"train/dpo_err_pol_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, model="policy", side=_side)
-    K[f"train/dpo_err_ref_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, model="reference",
+    K[f"train/dpo_err_pol_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, network="policy", side=_side)
+    K[f"train/dpo_err_ref_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, network="reference",
                                          side=_side)
 for _q in ("head_mass_q", "head_mass_p", "kl_head", "correction_abs", "token_weight",
            "out_of_head_frac"):

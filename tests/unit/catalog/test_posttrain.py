@@ -103,7 +103,7 @@ TABLE = [
     ("train/grpo_group_count", "rl_groups", {"outcome": "total"}, "mean", None),
     ("train/grpo_tied_group_count", "rl_groups", {"outcome": "tied"}, "mean", None),
     ("train/dpo_reward_winner", "rl_preference_reward", {"side": "chosen"}, "mean", None),
-    ("train/dpo_err_ref_l", "rl_dpo_denoising_error", {"model": "reference", "side": "rejected"},
+    ("train/dpo_err_ref_l", "rl_dpo_denoising_error", {"network": "reference", "side": "rejected"},
      "mean", None),
     # PPO: token-weighted over valid action tokens
     ("train/clip_fraction", "rl_policy_clip_ratio", {}, "weighted_mean", "train/valid_action_tokens"),
