@@ -164,7 +164,7 @@ class Exporter:
         self.telemetry = Telemetry(self.registry, {"service.name": "rl-exporter", "rl.run": self.run},
                                    catalog=catalog, otlp_endpoint=otlp_endpoint,
                                    otlp_interval_s=otlp_interval, scope_labels=scope_labels)
-        self.telemetry.mirror(self.store)
+        self.telemetry.mirror(self.store, self._self_metrics)
         self._frame_hist = self.telemetry.histogram("rl_exporter_frame_processing_seconds")
         self._run_attrs = {"run": self.run}
 

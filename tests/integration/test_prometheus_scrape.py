@@ -47,7 +47,7 @@ def test_canonical_series_with_plausible_values(stack):
     prom, _ = stack
     gen = prom.query('rl_phase_duration_seconds{run="demo-healthy",phase="gen"}')
     assert 30 < float(gen[0]["value"][1]) < 50
-    clip = float(prom.query('rl_policy_clip_ratio{run="demo-healthy"}')[0]["value"][1])
+    clip = float(prom.query('rl_policy_clip_ratio{run="demo-healthy",bound=""}')[0]["value"][1])
     assert 0.05 <= clip <= 0.3
     val = prom.query('rl_validation_score{run="demo-healthy",tier="core",var="acc"}')
     assert val[0]["metric"]["data_source"] == "openai/gsm8k"
@@ -71,7 +71,7 @@ def test_nan_loss_reaches_prometheus_as_nan(stack):
 
 def test_histogram_from_otel_is_queryable(stack):
     prom, _ = stack
-    q = prom.query('histogram_quantile(0.5, sum by (le) (rate(rl_exporter_frame_processing_seconds_bucket'
+    q = prom.wait_for('histogram_quantile(0.5, sum by (le) (rate(rl_exporter_frame_processing_seconds_bucket'
                    '{run="demo-healthy"}[30s])))')
     assert q and 0 < float(q[0]["value"][1]) < 0.1
 
