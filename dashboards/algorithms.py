@@ -29,7 +29,7 @@ ROWS = [
         ts("Log-probabilities: chosen vs rejected",
            "Policy log-probability of each side.",
            "rejected falls faster than chosen; both falling fast together means the policy drifts "
-           "away from the data (heuristic).",
+           "away from the data (this project's heuristic).",
            q(mean("rl_preference_logprob"), "{{run}} {{side}}"), unit="none", decimals=2,
            gate=PREFERENCE, width=12),
         ts("Preference loss",
@@ -87,14 +87,14 @@ ROWS = [
         ts("Tool calls per sample", "Mean tool calls per sample.", "steady for a fixed task mix.",
            q(mean("rl_tool_calls")), unit="short", min=0, gate=AGENTIC),
         ts("Tool call failures", "Fraction of tool calls that failed.",
-           "low (heuristic: under 0.1); a rise means the tool or the call format broke.",
+           "low (this project's heuristic: under 0.1); a rise means the tool or the call format broke.",
            q(mean("rl_tool_call_failure_ratio")), unit="percentunit", min=0, max=1, gate=AGENTIC,
            thresholds=[(None, "green"), (0.1, "yellow"), (0.3, "red")]),
     ]),
     Row("Async staleness", [
         ts("Sample staleness", "Policy versions between a sample's behaviour policy and the "
            "trained policy: mean and max.",
-           "within the configured max staleness (typically 1-4 versions, heuristic); a growing "
+           "within the configured max staleness (typically 1-4 versions, this project's heuristic); a growing "
            "max means rollouts fall behind training.",
            q(sel("rl_sample_staleness_steps", 'split=""'), "{{run}} {{stat}}"), unit="short", min=0,
            gate=ASYNC, width=12),
@@ -107,7 +107,7 @@ ROWS = [
     Row("MoE balance", [
         heatmap("Expert load imbalance by layer",
                 "Per MoE layer: expert load max/ideal over time (1 is perfect balance).",
-                "close to 1 in every layer (heuristic: above 2 means a few experts take most "
+                "close to 1 in every layer (this project's heuristic: above 2 means a few experts take most "
                 "tokens); one layer drifting up is router collapse.",
                 Query("max by (layer) (" + sel("rl_moe_load_imbalance_ratio") + ")", "{{layer}}",
                       format="heatmap"),

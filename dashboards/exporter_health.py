@@ -11,7 +11,7 @@ ROWS = [
              qi('sum(up{job=~"$job", namespace=~"$namespace"})', "up"), unit="short", min=0, width=6),
         stat("Seconds since the last frame", "time() minus the newest processed frame, worst run "
              "(for a sidecar this is its source lag: how far the files it reads are behind).",
-             "below the trainer's logging interval (heuristic: above 10 minutes is a stall).",
+             "below the trainer's logging interval (this project's heuristic: above 10 minutes is a stall).",
              qi(f"max(time() - {sel('rl_exporter_last_frame_timestamp_seconds')})", "age"),
              unit="s", min=0, width=6, thresholds=[(None, "green"), (300, "yellow"), (600, "red")]),
         stat("Frames waiting", "Frames queued for the worker now (sum over runs).",
@@ -57,7 +57,7 @@ ROWS = [
                      "well under a millisecond (the hot path only copies and enqueues).",
                      "rl_exporter_frame_processing_seconds_bucket", width=12),
         ts("Frame processing p50 / p99", "Quantiles of the worker time per frame.",
-           "p99 under 10 ms (heuristic).",
+           "p99 under 10 ms (this project's heuristic).",
            q("histogram_quantile(0.5, sum by (run, le) (rate("
              + sel("rl_exporter_frame_processing_seconds_bucket") + f"[{RATE}])))", "{{run}} p50"),
            q("histogram_quantile(0.99, sum by (run, le) (rate("

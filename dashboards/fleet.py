@@ -49,7 +49,7 @@ ROWS = [
         stat("Runs", "Runs reporting to Prometheus now.", "the runs you expect.",
              qi(f"count(rl_run_info{{{S}}})", "runs"), unit="short", min=0, width=6),
         stat("Stalled runs", "Runs whose step has not advanced for 10 minutes.",
-             "0 (heuristic threshold: 10 minutes).",
+             "0 (this project's heuristic threshold: 10 minutes).",
              qi(f"count((time() - {sel('rl_training_step_timestamp_seconds')}) > 600) or vector(0)",
                 "stalled"), unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
         stat("Runs with firing alerts", "Runs with at least one firing alert.", "0.",

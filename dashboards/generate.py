@@ -99,8 +99,9 @@ def write(root: Path = ROOT) -> list[str]:
     return sorted(gen)
 
 
-def check(root: Path = ROOT, err=sys.stderr) -> int:
+def check(root: Path = ROOT, err=None) -> int:
     """0 when the committed files equal the generated ones and every queried name exists."""
+    err = err or sys.stderr
     problems = []
     names = check_names(DASHBOARDS)
     for uid, panel, name in names.unknown:

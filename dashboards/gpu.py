@@ -15,7 +15,7 @@ ROWS = [
     Row("Per-GPU utilization and memory", [
         ts("GPU utilization", "NVML utilization per GPU.",
            "high in generation and update; long dips are GPUs idle during the rollout tail or "
-           "weight sync (heuristic: below 0.3 for minutes is idle).",
+           "weight sync (this project's heuristic: below 0.3 for minutes is idle).",
            q(sel(n.GPU_UTILIZATION), G), unit="percentunit", min=0, max=1, gate=GPU, width=12,
            thresholds=[(None, "red"), (0.3, "yellow"), (0.6, "green")]),
         ts("GPU memory used", "NVML memory in use per GPU, with the limit dashed.",
@@ -31,7 +31,7 @@ ROWS = [
            q(f"sum by (run) (rate({sel(n.GPU_ENERGY)}[{RATE}]))", "{{run}} total (from energy)"),
            unit="watt", min=0, gate=GPU),
         ts("Temperature", "GPU temperature.",
-           "below about 83 C (heuristic for data-centre GPUs; slowdown thresholds are per model).",
+           "below about 83 C (this project's heuristic for data-centre GPUs; slowdown thresholds are per model).",
            q(sel(n.GPU_TEMPERATURE), G), unit="celsius", min=0, gate=GPU,
            thresholds=[(None, "green"), (83, "yellow"), (90, "red")]),
         ts("Clocks", "SM and memory clocks per GPU.",

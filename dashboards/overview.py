@@ -52,7 +52,7 @@ ROWS = [
         stat("Last step age",
              "Seconds since the selected run's training step last advanced (worst run shown).",
              "below a few step durations; minutes without a step while the exporter is up means "
-             "the trainer hangs (heuristic: 10 min is the stall alert's order of magnitude).",
+             "the trainer hangs (this project's heuristic: 10 min is the stall alert's order of magnitude).",
              qi(f"max(time() - {sel('rl_training_step_timestamp_seconds')})", "age"),
              unit="s", min=0, thresholds=[(None, "green"), (300, "yellow"), (600, "red")],
              width=4, height=6),
@@ -194,7 +194,7 @@ ROWS = [
         ts("Truncation and aborts",
            "Fraction of responses cut at the length limit, prompts cut at the prompt limit, and "
            "aborted samples.",
-           "a few percent at most (heuristic; seed 002's lab setup saw 0.02-0.43). High response "
+           "a few percent at most (this project's heuristic; seed 002's lab setup saw 0.02-0.43). High response "
            "truncation: raise max_response_length; high prompt truncation: check the data; high "
            "aborts: check sampling parameters (seed 001 section 4).",
            q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} response truncated"),
@@ -325,7 +325,7 @@ ROWS = [
            q(f"sum by (run) ({sel(n.GPU_POWER)})"), unit="watt", min=0, gate=GPU),
         bars("GPU memory used (share of limit)",
              "Per GPU: NVML memory used as a share of its limit.",
-             "below 0.9 (heuristic): above it a longer batch can OOM.",
+             "below 0.9 (this project's heuristic): above it a longer batch can OOM.",
              qi(f"{sel(n.GPU_MEMORY_USAGE)} / {sel(n.GPU_MEMORY_LIMIT)}",
                 "{{run}} gpu{{gpu}}"),
              unit="percentunit", min=0, max=1, gate=GPU, width=24, height=6,
