@@ -195,3 +195,32 @@ def test_recording_rules_used_by_dashboards_exist_in_the_loaded_rules(prometheus
     base, rule_files = prometheus
     used = {m for d in DASHBOARDS for p in d.panels for m in p.metrics if ":" in m}
     assert used <= recording_rules(), used - recording_rules()
+
+
+def _panel_values(base, uid, title, ref=0) -> dict[str, float]:
+    d = next(d for d in DASHBOARDS if d.uid == uid)
+    p = next(p for p in d.panels if p.title == title)
+    r = get(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": substitute(p.queries[ref].expr)}))
+    assert r["status"] == "success", r
+    out = {}
+    for s in r["data"]["result"]:
+        key = s["metric"].get("run", "") + "/" + s["metric"].get("phase", s["metric"].get("metric", ""))
+        out[key] = float(s["value"][1])
+    return out
+
+
+def test_panels_tell_the_scenarios_apart(prometheus):
+    """The panels do not just return data: they show the failure the scenario simulates."""
+    base, _ = prometheus
+    age = _panel_values(base, "rl-diagnosis", "Symptom: seconds since the step advanced")
+    assert age["demo-stall/"] > 15 > age["demo-healthy/"], age
+    share = _panel_values(base, "rl-diagnosis", "Check first: phase share of the step")
+    healthy = {k: v for k, v in share.items() if k.startswith("demo-healthy/")}
+    assert len(healthy) >= 5 and all(0 < v < 1 for v in healthy.values()), healthy
+    assert 0.9 < sum(healthy.values()) <= 1.0001, healthy
+    assert max(healthy, key=healthy.get) == "demo-healthy/gen"  # generation dominates (seed 001 s9)
+    nonfinite = _panel_values(base, "rl-exporter-health", "Non-finite values by metric")
+    assert nonfinite.get("demo-nan-loss/rl_policy_loss", 0) > 0, nonfinite
+    assert not any(k.startswith("demo-healthy/") and v > 0 for k, v in nonfinite.items()), nonfinite
+    grad = _panel_values(base, "rl-diagnosis", "Symptom: gradient norm at 0")
+    assert grad["demo-no-signal/"] == 0 < grad["demo-healthy/"], grad
