@@ -27,7 +27,8 @@ def configmap(uid: str, minified: str) -> str:
             "  labels:\n    grafana_dashboard: \"1\"\n"
             "    app.kubernetes.io/name: rl-exporter\n    app.kubernetes.io/component: dashboards\n"
             f"  annotations:\n    grafana_folder: {json.dumps(FOLDER)}\n"
-            f"data:\n  {uid}.json: {json.dumps(minified, ensure_ascii=False)}\n")
+            "data:\n  # yamllint disable-line rule:line-length\n"
+            f"  {uid}.json: {json.dumps(minified, ensure_ascii=False)}\n")
 
 
 PROVIDER = HEADER + f"""# Grafana file provisioning: copy to /etc/grafana/provisioning/dashboards/ and the
