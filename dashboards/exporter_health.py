@@ -49,7 +49,9 @@ ROWS = [
            q(f"increase({sel('rl_exporter_unknown_keys_total')}[{RATE}])", "{{run}} unknown"),
            q(f"increase({sel('rl_exporter_fallback_keys_dropped_total')}[{RATE}])", "{{run}} dropped at cap"),
            q(f"increase({sel('rl_exporter_ignored_keys_total')}[{RATE}])", "{{run}} ignored"),
-           q(f"count by (run) ({sel('rl_unmapped_value')})", "{{run}} fallback series"),
+           # 0, not "no data", for a run whose keys all map (the healthy case)
+           q(f"count by (run) ({sel('rl_unmapped_value')}) or 0 * count by (run) ({sel('rl_run_info')})",
+             "{{run}} fallback series"),
            unit="short", min=0),
     ]),
     Row("Worker", [
