@@ -491,8 +491,8 @@ class GPUSampler:
                 if acc is None:
                     d.acc[const] = acc = [raw, 0.0]
                 delta = raw - acc[0]
-                if delta < 0:  # wrapped at 32 or 64 bits
-                    delta += (1 << 32) if fv.valueType == 1 else (1 << 64)
+                if delta < 0:  # a 32-bit value wrapped; a 64-bit one was reset: count from 0
+                    delta = raw + (1 << 32) - acc[0] if fv.valueType == 1 else raw
                 acc[0] = raw
                 acc[1] += delta
                 raw = acc[1]

@@ -106,7 +106,7 @@ class FakeNVML:
     nvmlClocksEventReasonDisplayClockSetting = 0x100
 
     def __init__(self, gpus=2, *, names=None, library_missing=False, lost=(), unsupported=None,
-                 unsupported_fields=None, failing=None, call_delay: float = 0.0,
+                 unsupported_fields=None, failing=None, field_types=None, call_delay: float = 0.0,
                  hold_gil: bool = False):
         n = gpus if isinstance(gpus, int) else len(gpus)
         self.gpus = [default_gpu(i, (names or {}).get(i, "NVIDIA H100 80GB HBM3")) for i in range(n)] \
@@ -116,6 +116,7 @@ class FakeNVML:
         self.unsupported = {k: set(v) for k, v in (unsupported or {}).items()}
         self.unsupported_fields = {k: set(v) for k, v in (unsupported_fields or {}).items()}
         self.failing = {k: dict(v) for k, v in (failing or {}).items()}  # gpu -> {fn: error class}
+        self.field_types = dict(field_types or {})  # field id -> NVML value type (1: 32-bit uint)
         self.call_delay_us = int(call_delay * 1e6)
         self._sleep = (_libc_gil if hold_gil else _libc).usleep
         self.calls: dict[str, int] = {}
@@ -220,9 +221,11 @@ class FakeNVML:
         for f in field_ids:
             fid, scope = f if isinstance(f, tuple) else (f, 0)
             ret = 3 if (fid in self.unsupported_fields.get(h, ()) or fid not in g["fields"]) else 0
+            vt = self.field_types.get(fid, 3)
+            v = g["fields"].get(fid, 0)
             out.append(SimpleNamespace(fieldId=fid, scopeId=scope, timestamp=0, latencyUsec=0,
-                                       valueType=3, nvmlReturn=ret,
-                                       value=SimpleNamespace(ullVal=g["fields"].get(fid, 0))))
+                                       valueType=vt, nvmlReturn=ret,
+                                       value=SimpleNamespace(ullVal=v, uiVal=v & 0xFFFFFFFF)))
         return out
 
     def nvmlDeviceGetComputeRunningProcesses(self, h):

@@ -116,5 +116,5 @@ METRICS: list[Metric] = [
     Metric("rl_exporter_mfu_skipped_total", COUNTER, "{value}",
            "MFU values not computed, by reason: unknown_gpu (no peak for the device model: never "
            "guessed), no_peak_for_dtype, bad_input (non-positive tokens, seconds or world size), "
-           "no_gpu (no device name known).", ("reason",), SUM, group="exporter"),
+           "no_gpu (no device name known), mixed_gpus (several models sampled; pass gpu=).", ("reason",), SUM, group="exporter"),
 ]
