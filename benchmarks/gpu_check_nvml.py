@@ -4,7 +4,7 @@
 
 Prints (1) the devices NVML shows and which the sampler takes after
 CUDA_VISIBLE_DEVICES, with the MFU peak-table entry for each model; (2) every
-hw_gpu_* / rl_exporter_gpu_* sample from one pass, as /metrics renders it;
+GPU sample (the metrics of exporter/catalog/hardware.py) from one pass, as /metrics renders it;
 (3) the cost per GPU per pass (median, p99) and per query; (4) the longest
 stall a busy Python thread sees while a real pass runs (GIL released during NVML
 calls). Exits 2 when NVML is not available, 1 when a check fails.
@@ -23,7 +23,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from prometheus_client import generate_latest  # noqa: E402
 
 from exporter import Exporter  # noqa: E402
+from exporter.catalog.hardware import METRICS as GPU_METRICS  # noqa: E402
 from exporter.mfu import UnknownGPU, lookup_peak  # noqa: E402
+
+FAMILIES = {m.name[:-6] if m.name.endswith("_total") else m.name for m in GPU_METRICS
+            if m.group == "gpu" or "gpu" in m.name}
 
 
 def main(argv=None) -> int:
@@ -59,9 +63,12 @@ def main(argv=None) -> int:
         print("\n## one sample of every series (/metrics)")
         s.sample()
         text = generate_latest(ex.registry).decode()
-        lines = [ln for ln in text.splitlines()
-                 if ln.startswith(("hw_gpu", "rl_exporter_gpu")) or
-                 (ln.startswith("# ") and (" hw_gpu" in ln or " rl_exporter_gpu" in ln))]
+        def family(ln):
+            if ln.startswith("# "):
+                return ln.split()[2] if len(ln.split()) > 2 else ""
+            name = ln.split("{")[0].split(" ")[0]
+            return name[:-6] if name.endswith("_total") else name
+        lines = [ln for ln in text.splitlines() if family(ln) in FAMILIES]
         print("\n".join(lines))
         for name in ("hw_gpu_utilization_ratio", "hw_gpu_memory_usage_bytes", "hw_gpu_power_watts",
                      "hw_gpu_temperature_celsius", "hw_gpu_clock_hertz", "hw_gpu_status"):

@@ -40,12 +40,12 @@ log = logging.getLogger("rl_exporter")
 CLOCK_EVENT_REASONS = (
     ("gpu_idle", "nvmlClocksEventReasonGpuIdle", 0x1),
     ("applications_clocks_setting", "nvmlClocksEventReasonApplicationsClocksSetting", 0x2),
-    ("sw_power_cap", "nvmlClocksEventReasonSwPowerCap", 0x4),
-    ("hw_slowdown", "nvmlClocksEventReasonHwSlowdown", 0x8),
+    ("software_power_cap", "nvmlClocksEventReasonSwPowerCap", 0x4),
+    ("hardware_slowdown", "nvmlClocksEventReasonHwSlowdown", 0x8),
     ("sync_boost", "nvmlClocksEventReasonSyncBoost", 0x10),
-    ("sw_thermal_slowdown", "nvmlClocksEventReasonSwThermalSlowdown", 0x20),
-    ("hw_thermal_slowdown", "nvmlClocksEventReasonHwThermalSlowdown", 0x40),
-    ("hw_power_brake_slowdown", "nvmlClocksEventReasonHwPowerBrakeSlowdown", 0x80),
+    ("software_thermal_slowdown", "nvmlClocksEventReasonSwThermalSlowdown", 0x20),
+    ("hardware_thermal_slowdown", "nvmlClocksEventReasonHwThermalSlowdown", 0x40),
+    ("hardware_power_brake_slowdown", "nvmlClocksEventReasonHwPowerBrakeSlowdown", 0x80),
     ("display_clock_setting", "nvmlClocksEventReasonDisplayClockSetting", 0x100),
 )
 

@@ -50,7 +50,7 @@ METRICS: list[Metric] = [
        "dcgm DCGM_FI_DEV_POWER_USAGE).", agg=SUM),
     _g("hw_gpu_power_limit_watts", "W",
        "Enforced power limit (OTel hw.power.limit semantics; dcgm DCGM_FI_DEV_ENFORCED_POWER_LIMIT). "
-       "Draw at the limit with sw_power_cap active: power-capped clocks."),
+       "Draw at the limit with software_power_cap active: power-capped clocks."),
     _c("hw_gpu_energy_joules_total", "J",
        "Energy since the driver loaded (OTel hw.energy, dcgm DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION/1000). "
        "rate() gives average watts over any window, unlike the sampled hw_gpu_power_watts."),
@@ -68,8 +68,9 @@ METRICS: list[Metric] = [
        "clock"),
     _g("hw_gpu_clock_event_active", "1",
        "1 while NVML reports this clock event (throttle) reason at sample time, else 0: reason="
-       "gpu_idle|applications_clocks_setting|sw_power_cap|hw_slowdown|sync_boost|"
-       "sw_thermal_slowdown|hw_thermal_slowdown|hw_power_brake_slowdown|display_clock_setting. "
+       "gpu_idle|applications_clocks_setting|software_power_cap|hardware_slowdown|sync_boost|"
+       "software_thermal_slowdown|hardware_thermal_slowdown|hardware_power_brake_slowdown|"
+       "display_clock_setting (NVML's SwPowerCap, HwSlowdown, ... in snake case). "
        "Only reasons the GPU supports get a series. A state sampled every interval misses short "
        "events; hw_gpu_clock_event_seconds_total counts all of them.", "reason", agg=MAX),
     _c("hw_gpu_clock_event_seconds_total", "s",
