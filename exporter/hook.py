@@ -119,7 +119,8 @@ class Exporter:
                  queue_size: int = DEFAULT_QUEUE_SIZE,
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
-                 scope_labels: bool = False, poll_interval: float = 0.02):
+                 scope_labels: bool = False, poll_interval: float = 0.02,
+                 gpu: bool | str = "auto", gpu_interval: float = 5.0):  # gpu*: GPU sampler (issue 4)
         self.run = run or _default_run()
         self.catalog = catalog
         if framework not in ("auto",) and framework not in catalog.vocabularies:
@@ -180,6 +181,9 @@ class Exporter:
                             "metrics are still collected (pass port=0 for a free port)")
         self._worker = threading.Thread(target=self._work, name="rl-exporter-worker", daemon=True)
         self._worker.start()
+        # GPU sampler (issue 4, exporter/gpu.py): on when NVML is present, else one log line.
+        from .gpu import start_sampler
+        self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
 
     # ================================================================ caller thread
     def log(self, frame, step=None) -> None:
@@ -215,6 +219,7 @@ class Exporter:
         self._closed = True
         try:
             self._stop.set()
+            if getattr(self, "gpu_sampler", None) is not None: self.gpu_sampler.stop()  # GPU (issue 4)
             self._worker.join(timeout)
             self.telemetry.force_flush()
             self.telemetry.shutdown()
