@@ -290,7 +290,7 @@ class GPUSampler:
     def _prepare(self, d: Device) -> None:
         """Labels, series ids, and the static reads (limits, max clocks, supported reasons)."""
         nv = self.nv
-        labels = [("gpu", str(d.index)), ("uuid", d.uuid), ("model", d.name)]
+        labels = [("gpu", str(d.index)), ("uuid", d.uuid), ("gpu_model", d.name)]
         if self.rank is not None:
             labels.append(("rank", str(self.rank)))
         d.labels = tuple(labels)

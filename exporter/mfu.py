@@ -319,7 +319,7 @@ class MFUMeter:
         if store is not None:
             store.set("rl_mfu_ratio", value, {"role": role, "phase": phase, "source": "exporter"})
             store.set("rl_model_flops_per_token", fpt, {"role": role, "phase": phase})
-            store.set("rl_gpu_peak_flops_per_second", peak, {"model": name, "dtype": self.dtype})
+            store.set("rl_gpu_peak_flops_per_second", peak, {"gpu_model": name, "dtype": self.dtype})
         return value
 
     def record_frame(self, frame: dict, *, role: str = "actor", phase: str = "train",

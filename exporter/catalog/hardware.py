@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .model import COUNTER, GAUGE, LAST, MAX, STATE, SUM, Metric
 
-GPU = ("gpu", "uuid", "model", "rank")  # identity labels on every per-GPU series
+GPU = ("gpu", "uuid", "gpu_model", "rank")  # identity labels on every per-GPU series
 
 
 def _g(name, unit, help, *labels, agg=LAST):
@@ -100,7 +100,7 @@ METRICS: list[Metric] = [
            "MoE models count active experts only.", ("role", "phase"), LAST, group="throughput"),
     Metric("rl_gpu_peak_flops_per_second", GAUGE, "FLOP/s",
            "Peak dense FLOP/s per GPU the exporter's MFU divides by (device model and dtype; "
-           "from the built-in table or the user's override).", ("model", "dtype"), LAST,
+           "from the built-in table or the user's override).", ("gpu_model", "dtype"), LAST,
            group="throughput"),
     # ---------------------------------------------------------------- self-metrics
     Metric("rl_exporter_gpu_devices", GAUGE, "{gpu}",

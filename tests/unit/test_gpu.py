@@ -26,7 +26,7 @@ def uuid(i):
 
 
 def gpu_labels(i, rank="0", **extra):
-    lab = {"gpu": str(i), "uuid": uuid(i), "model": H100, "run": "r"}
+    lab = {"gpu": str(i), "uuid": uuid(i), "gpu_model": H100, "run": "r"}
     if rank is not None:
         lab["rank"] = rank
     lab.update(extra)
@@ -285,7 +285,7 @@ def test_wrapping_32bit_pcie_counter_accumulates(fake):
     fake.lost.clear()
     store = Store("r", CATALOG)
     s = GPUSampler(store, nvml=fake, env={"CUDA_VISIBLE_DEVICES": "1"}).start(thread=False)
-    lab = {"gpu": "1", "uuid": uuid(1), "model": H100, "direction": "transmit", "link": "pcie"}
+    lab = {"gpu": "1", "uuid": uuid(1), "gpu_model": H100, "direction": "transmit", "link": "pcie"}
     fake.gpus[1]["fields"][197] = (1 << 32) - 100
     s.sample()
     fake.gpus[1]["fields"][197] = (1 << 32) - 40

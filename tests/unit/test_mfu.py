@@ -129,7 +129,7 @@ def test_device_from_sampler_and_exported_series(monkeypatch):
             pytest.approx(v)
         assert s[("rl_mfu_ratio", (("phase", "train"), ("role", "actor"), ("source", "framework")))] == 0.31
         assert s[("rl_model_flops_per_token", (("phase", "train"), ("role", "actor")))] == 18_967_609_344
-        assert s[("rl_gpu_peak_flops_per_second", (("dtype", "bf16"), ("model", "NVIDIA A100-SXM4-80GB")))] == 312e12
+        assert s[("rl_gpu_peak_flops_per_second", (("dtype", "bf16"), ("gpu_model", "NVIDIA A100-SXM4-80GB")))] == 312e12
     finally:
         ex.close()
 
