@@ -136,46 +136,38 @@ def _run_with_exporter(trainer_factory, run):
     return trainer, _without_run(probe.series, run)
 
 
-def _last_logged(log_history) -> dict:
-    """The latest value TRL logged for each key (what a gauge shows at the end)."""
-    last = {}
-    for entry in log_history:
-        for k, v in entry.items():
-            if k != "step" and v is not None:
-                last[k] = v
-    return last
-
-
 def _check_against_log_history(trainer, series, framework="trl"):
-    """Every numeric key in log_history is on /metrics with the value TRL logged."""
-    last = _last_logged(trainer.state.log_history)
-    checked, unmapped, canonical = [], [], {}
-    for key, value in sorted(last.items()):
-        r = CATALOG.resolve(key, framework)
-        if r.ignored:
-            continue
-        if r.fallback:
-            sample = ("rl_unmapped_value", (("key", key),))
-            expected = float(value)
-            unmapped.append(key)
-        else:
-            sample = (r.metric.name, tuple(sorted(r.labels)))
-            expected = float(value) * r.scale
-            canonical[key] = r.metric.name
+    """Every numeric key in log_history is on /metrics with the value TRL logged last
+    (entries and keys in the order the callback exported them; the latest write wins when
+    two keys share a series)."""
+    expected, unmapped, canonical, last = {}, set(), {}, {}
+    for entry in trainer.state.log_history:
+        for key, value in entry.items():
+            if key == "step" or value is None:
+                continue
+            r = CATALOG.resolve(key, framework)
+            if r.ignored or r.step:
+                continue
+            last[key] = value
+            if r.fallback:
+                expected[("rl_unmapped_value", (("key", key),))] = (key, float(value))
+                unmapped.add(key)
+            else:
+                expected[(r.metric.name, tuple(sorted(r.labels)))] = (key, float(value) * r.scale)
+                canonical[key] = r.metric.name
+    for sample, (key, value) in expected.items():
         assert sample in series, f"{key!r} logged by TRL ({value!r}) is not on /metrics as {sample}"
         got = series[sample]
-        assert got == pytest.approx(expected, rel=1e-12, abs=0.0) or (
-            math.isnan(got) and math.isnan(expected)), (key, got, expected)
-        checked.append(key)
-    for key, metric in EXPECT_CANONICAL.items():
-        if key not in last:
-            continue
-        if STRICT_CANONICAL:
-            assert canonical.get(key) == metric, \
-                f"{key!r} should export as {metric}, resolved to {canonical.get(key) or 'rl_unmapped_value'}"
+        assert got == pytest.approx(value, rel=1e-12, abs=0.0) or (
+            math.isnan(got) and math.isnan(value)), (key, got, value)
+    if STRICT_CANONICAL:
+        for key, metric in EXPECT_CANONICAL.items():
+            if key in last:
+                assert canonical.get(key) == metric, \
+                    f"{key!r} should export as {metric}, resolved to {canonical.get(key) or 'rl_unmapped_value'}"
     # the step axis is the trainer's optimizer step
     assert series[("rl_training_step", ())] == trainer.state.global_step
-    return checked, unmapped, canonical
+    return sorted(last), sorted(unmapped), canonical
 
 
 def test_grpo_trainer_exports_what_trl_logged(tiny_model_dir):
