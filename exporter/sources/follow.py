@@ -170,10 +170,24 @@ class FileFollower:
             self._start(fd, events)
         if self._old_fd is not None:
             self._drain_old(events)
-        got = self._read(self.fd, events, budget)
-        if got < budget:  # at EOF: look for truncation, rotation, deletion
-            self._check(events)
+        if not self._verify(events):  # truncated/rewritten: never read stale offsets into it
+            got = self._read(self.fd, events, budget)
+            if got < budget:  # at EOF: look for rotation, deletion
+                self._check(events)
         return events
+
+    def _verify(self, events) -> bool:
+        """Before reading: is the open file still the one we were reading? True if it was
+        truncated or rewritten in place (then it has been re-read from the start)."""
+        try:
+            st = os.fstat(self.fd)
+        except OSError:
+            return False
+        self.size = st.st_size
+        if st.st_size < self.offset + len(self._buf) or not self._check_fp(self.fd, st.st_size):
+            self._truncated(events, "truncated")
+            return True
+        return False
 
     def _drain_old(self, events) -> None:
         # Lines of the file rotated away while we were down; offsets are not checkpointed
@@ -248,16 +262,6 @@ class FileFollower:
 
     def _check(self, events) -> None:
         fd = self.fd
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            st = None
-        read_pos = self.offset + len(self._buf)
-        if st is not None:
-            self.size = st.st_size
-            if st.st_size < read_pos or not self._check_fp(fd, st.st_size):
-                self._truncated(events, "truncated")
-                return
         try:
             pst = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):
