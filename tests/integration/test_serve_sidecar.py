@@ -123,7 +123,7 @@ def test_follow_faults_every_byte_split_rotation_truncation_garbage(tmp_path):
             f.write(vline(1000))
             written.append(1000)
         wait_for(lambda: spool_steps(spool) == written, what="frames after partial writes")
-        assert sv.value("rl_entropy", run="faults") == 1000.5
+        wait_for(lambda: sv.value("rl_entropy", run="faults") == 1000.5, what="exported value")
         assert sv.value("rl_exporter_source_lines_rejected_total", reason="line_too_long") == 1
         os.rename(log, str(log) + ".1")                          # rotation
         log.write_bytes(vline(2000))
@@ -135,7 +135,7 @@ def test_follow_faults_every_byte_split_rotation_truncation_garbage(tmp_path):
         log.write_bytes(vline(3000))
         written.append(3000)
         wait_for(lambda: spool_steps(spool) == written, what="frames after re-creation")
-        assert sv.value("rl_training_step", run="faults") == 3000
+        wait_for(lambda: sv.value("rl_training_step", run="faults") == 3000, what="step 3000")
         _, text = sv.metrics()
         helps = [l for l in text.splitlines() if l.startswith("# HELP ")]
         assert len(helps) == len(set(helps)), "a family rendered twice"
