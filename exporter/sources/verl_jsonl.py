@@ -11,6 +11,7 @@ from .base import Frame, Parser, step_of
 
 FORMAT = "verl_jsonl"
 FRAMEWORK = "verl"
+_SCALARS = frozenset({int, float, str, type(None)})
 
 
 class VerlJsonlParser(Parser):
@@ -32,8 +33,7 @@ class VerlJsonlParser(Parser):
             self.rejected["schema"] += 1
             return []
         data = obj["data"]
-        for k, v in data.items():
-            if v is not None and not isinstance(v, (int, float, str)):
-                self.rejected["schema"] += 1
-                return []
+        if not _SCALARS.issuperset(map(type, data.values())):
+            self.rejected["schema"] += 1
+            return []
         return [Frame(step_of(obj.get("step")), data)]
