@@ -130,7 +130,18 @@ def catch_up(mb: int, keys, rng):
                              "--state-file", os.path.join(tmp, "state.json"), "--exit-when-idle",
                              "--idle-flush", "0.01"],
                             env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.DEVNULL)
-    _, status, ru = os.wait4(proc.pid, 0)
+    # Peak RSS from the child's own VmHWM (ru_maxrss of a forked child can carry the
+    # parent's pre-exec high-water mark on Linux, so it is not used).
+    hwm = 0
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status") as fh:
+                for ln in fh:
+                    if ln.startswith("VmHWM:"):
+                        hwm = max(hwm, int(ln.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.05)
     wall = time.perf_counter() - t0
     st = json.load(open(os.path.join(tmp, "state.json")))
     off = next(iter(next(iter(st["sources"].values()))["files"].values()))["file"]["offset"]
@@ -138,7 +149,7 @@ def catch_up(mb: int, keys, rng):
     for p in os.listdir(tmp):
         os.unlink(os.path.join(tmp, p))
     os.rmdir(tmp)
-    return size, step, wall, ru.ru_maxrss / 1024
+    return size, step, wall, hwm / 1024
 
 
 def main():
