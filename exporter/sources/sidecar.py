@@ -3,7 +3,7 @@
 One Exporter per (run, framework), each with a private registry and no endpoint of
 its own; their stores are rendered by one StoreCollector on the sidecar's registry
 (so every family is emitted once), next to a SourceCollector for the per-source
-self-metrics (rl_exporter_source_*{run,source}). Frames go through Exporter.log()
+self-metrics (the rl_exporter_source_lines_total family and its siblings, labelled run and source). Frames go through Exporter.log()
 exactly as the hook's do, so the canonical series are identical.
 
 No loss, no duplicates: every file's identity and the offset of the first byte not
@@ -315,7 +315,7 @@ class IngestSource:
 
 
 class SourceCollector:
-    """Renders rl_exporter_source_* for every source."""
+    """Renders the per-source self-metrics (catalog group "sidecar") for every source."""
 
     def __init__(self, sidecar: "Sidecar"):
         self.sidecar = sidecar

@@ -94,7 +94,7 @@ def test_verl_console_exports_the_same_series_as_the_hook():
 
     def series(frame, step):
         return {k: v for k, v in export_frame(frame, "verl", step=step).items()
-                if "timestamp" not in k[0] and not k[0].startswith("rl_exporter_frame_processing")}
+                if "timestamp" not in k[0] and not k[0].startswith("rl_exporter_frame_processing_seconds")}
     got = series(data, step)
     assert got == series(VERL_DATA, 1)
     assert got[("rl_entropy", ())] == 0.521308183670044 and got[("rl_training_step", ())] == 1
