@@ -336,4 +336,31 @@ SELF_METRICS: list[Metric] = [
       agg=MAX, group="exporter"),
     h("rl_exporter_frame_processing_seconds", "s", "Worker time per frame.",
       (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1), group="exporter"),
+    # added for the sidecar: `rl-exporter serve` sources (a followed file/glob or ingest)
+    c("rl_exporter_source_lines_total", "{line}", "Lines read from a source's files.", "source",
+      group="sidecar"),
+    c("rl_exporter_source_bytes_total", "By", "Bytes read from a source's files.", "source",
+      group="sidecar"),
+    c("rl_exporter_source_frames_total", "{frame}",
+      "Frames parsed from a source (or accepted by POST /ingest) and handed to the exporter.",
+      "source", group="sidecar"),
+    c("rl_exporter_source_lines_rejected_total", "{line}",
+      "Lines (or ingest requests) rejected: reason=line_too_long|malformed|no_value|fragment|"
+      "duplicate_key|bad_json|schema|malformed_value|unauthorized|too_large|invalid_frame|"
+      "run_conflict. Lines that are simply not metrics are not counted.",
+      "source", "reason", group="sidecar"),
+    g("rl_exporter_source_lag_bytes", "By",
+      "Bytes written to a source's files but not yet parsed (0 when caught up).", "source",
+      agg=SUM, group="sidecar"),
+    g("rl_exporter_source_last_frame_timestamp_seconds", "s",
+      "Unix time a source last produced a frame.", "source", agg=MAX, group="sidecar"),
+    c("rl_exporter_source_rotations_total", "{event}",
+      "Files of a source rotated or replaced (a new file at the path; the old one read to its end).",
+      "source", group="sidecar"),
+    c("rl_exporter_source_truncations_total", "{event}",
+      "Files of a source truncated or rewritten in place and re-read from the start "
+      "(veRL truncates its JSONL on every trainer restart).", "source", group="sidecar"),
+    g("rl_exporter_source_files", "{file}",
+      "Files of a source by state: following, waiting (not there yet), deleted (old descriptor "
+      "still read).", "source", "state", agg=SUM, group="sidecar"),
 ]
