@@ -29,7 +29,8 @@ def stack(tmp_path_factory):
     demos = [start_demo(s, p, tmp) for s, p in ports.items()]
     prom = Prometheus(tmp, [f"127.0.0.1:{p}" for p in ports.values()])
     try:
-        prom.wait_for('rl_training_step{run="demo-nan-loss"} > 10')
+        # both targets scraped with some history (a loaded CI machine starts them slowly)
+        prom.wait_for('count(rl_training_step > 10) >= 2', timeout=60)
         yield prom, ports
     finally:
         prom.stop()
