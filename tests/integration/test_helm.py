@@ -767,3 +767,49 @@ def test_notes_render(helm, chart, work):
     assert "port-forward job/rlx-rl-exporter-demo 9464" in text
     text = notes("--set", "podMonitor.additionalLabels.release=kps")
     assert "No PodMonitor/ServiceMonitor rendered" in text and "release label" not in text
+
+
+# ------------------------------------------------------------------ docs/kubernetes.md
+def doc_manifests():
+    import re
+    text = (ROOT / "docs" / "kubernetes.md").read_text()
+    out = {}
+    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+        if "{{" in block:
+            continue
+        doc = yaml.safe_load(block)
+        if isinstance(doc, dict) and "kind" in doc and "metadata" in doc:
+            out[doc["kind"]] = doc
+    return out
+
+
+def test_docs_snippets_validate_and_match_the_chart(helm, chart, work):
+    docs = doc_manifests()
+    assert set(docs) >= {"Job", "PyTorchJob", "RayJob"}
+    tpls = pod_templates({(k, d["metadata"]["name"]): d for k, d in docs.items()})
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": n, **t["metadata"]}, "spec": t["spec"]}
+            for n, t in tpls.items()]
+    p = work / "docs-pods.yaml"
+    p.write_text(yaml.safe_dump_all(pods))
+    kv_validate([p])
+    for n, t in tpls.items():
+        c = sidecar_of(t)
+        assert t["metadata"]["labels"] == {"rl-exporter.dev/scrape": "true"}
+        assert c["restartPolicy"] == "Always" and c in t["spec"]["initContainers"]
+        assert c["ports"] == [{"name": "rl-metrics", "containerPort": 9464, "protocol": "TCP"}]
+        assert c["securityContext"]["readOnlyRootFilesystem"] and c["securityContext"]["runAsNonRoot"]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+    # the plain Job's sidecar is exactly what the named template renders
+    dj = work / "docs-job"
+    if not dj.exists():
+        shutil.copytree(chart, dj)
+        (dj / "templates" / "zz-pod.yaml").write_text(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  initContainers:\n"
+            "    {{- include \"rl-exporter.sidecar\" (dict \"root\" $ \"sidecar\" (dict \"sources\" "
+            "(list \"verl:/var/log/rl/train.log\"))) | nindent 4 }}\n  containers: []\n  volumes:\n"
+            "    {{- include \"rl-exporter.volumes\" . | nindent 4 }}\n")
+    pod = template(helm, dj, "--show-only", "templates/zz-pod.yaml").one("Pod")
+    job = tpls["grpo-qwen"]
+    assert sidecar_of(job) == pod["spec"]["initContainers"][0]
+    assert job["spec"]["volumes"] == pod["spec"]["volumes"]
