@@ -813,3 +813,75 @@ def test_docs_snippets_validate_and_match_the_chart(helm, chart, work):
     job = tpls["grpo-qwen"]
     assert sidecar_of(job) == pod["spec"]["initContainers"][0]
     assert job["spec"]["volumes"] == pod["spec"]["volumes"]
+
+
+# ------------------------------------------------------------------ the rendered sidecar runs `serve`
+def test_rendered_sidecar_args_drive_serve(helm, chart, work, tmp_path, port):
+    """The sidecar's args exactly as rendered (paths moved into a tmp dir, loopback instead of
+    0.0.0.0) run `rl-exporter serve`: it follows the log, serves /metrics and /healthz, takes the
+    run label from RL_EXPORTER_RUN, and /ingest demands the mounted token."""
+    import importlib.util
+    import time
+    import urllib.error
+    import urllib.request
+    from tests.conftest import rl_exporter_cmd, stop
+    if importlib.util.find_spec("exporter.commands.serve") is None:
+        pytest.skip("`rl-exporter serve` (sidecar issue) not in this checkout yet")
+    logs, secret = tmp_path / "logs", tmp_path / "secret"
+    logs.mkdir()
+    secret.mkdir()
+    (secret / "token").write_text("s3cret-token\n")
+    (logs / "train.log").write_text(
+        "step:1 - actor/entropy:0.5 - critic/score/mean:0.2 - actor/grad_norm:1.5\n"
+        "step:2 - actor/entropy:0.4 - critic/score/mean:0.3 - actor/grad_norm:1.2\n")
+    sc = work / "serve-chart"
+    if not sc.exists():
+        shutil.copytree(chart, sc)
+        (sc / "templates" / "zz-pod.yaml").write_text(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+            "    {{- include \"rl-exporter.sidecar\" . | nindent 4 }}\n")
+    pod = template(helm, sc, "--show-only", "templates/zz-pod.yaml",
+                   "--set", f"sidecar.logVolume.mountPath={logs}", "--set", f"sidecar.port={port}",
+                   "--set-json", f'sidecar.sources=["verl:{logs}/train.log"]',
+                   "--set", "ingest.enabled=true", "--set", "ingest.tokenSecret.name=t",
+                   # the pushed keys join the run the log feeds: same vocabulary
+                   "--set", "ingest.framework=verl",
+                   "--set", f"ingest.tokenSecret.mountPath={secret}").one("Pod")
+    c = pod["spec"]["containers"][0]
+    args = [a.replace("--listen=0.0.0.0", "--listen=127.0.0.1") for a in c["args"]]
+    env = {**os.environ, "RL_EXPORTER_RUN": "grpo-qwen"}
+    for e in c["env"]:
+        if "value" in e:
+            env[e["name"]] = e["value"]
+    env["NVIDIA_VISIBLE_DEVICES"] = "void"  # no GPU sampling of this machine's devices
+    proc = subprocess.Popen(rl_exporter_cmd("serve", *args), cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        body, deadline = "", time.monotonic() + 30
+        while time.monotonic() < deadline and 'rl_training_step{run="grpo-qwen"} 2.0' not in body:
+            if proc.poll() is not None:
+                pytest.fail(f"serve exited {proc.returncode}: {proc.stdout.read()}")
+            try:
+                body = urllib.request.urlopen(base + "/metrics", timeout=2).read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert 'rl_training_step{run="grpo-qwen"} 2.0' in body, body[:3000]
+        assert 'rl_entropy{run="grpo-qwen"} 0.4' in body
+        assert urllib.request.urlopen(base + "/healthz", timeout=2).status == 200
+        frame = json.dumps({"step": 3, "data": {"actor/entropy": 0.3}}).encode()
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(urllib.request.Request(base + "/ingest", data=frame, method="POST"), timeout=2)
+        assert e.value.code == 401
+        ok = urllib.request.urlopen(urllib.request.Request(
+            base + "/ingest", data=frame, method="POST",
+            headers={"Authorization": "Bearer s3cret-token", "Content-Type": "application/json"}), timeout=2)
+        assert ok.status == 200 and json.loads(ok.read()) == {"accepted": 1}
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and 'rl_entropy{run="grpo-qwen"} 0.3' not in body:
+            time.sleep(0.1)
+            body = urllib.request.urlopen(base + "/metrics", timeout=2).read().decode()
+        assert 'rl_entropy{run="grpo-qwen"} 0.3' in body
+        assert (logs / ".rl-exporter-state.json").exists(), "state file on the log volume"
+    finally:
+        stop(proc)
