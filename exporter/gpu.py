@@ -523,7 +523,8 @@ _OFF = (False, None, "off", "false", "0", "no", "none")
 
 
 def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPUSampler | None:
-    """Called by Exporter.__init__: the sampler, or None (one log line says why)."""
+    """Called by Exporter.__init__ (and the sidecar, with any object that has `store`,
+    `rank` and `_error(kind, exc, message)`): the sampler, or None (one log line says why)."""
     if isinstance(gpu, str):
         gpu = gpu.strip().lower()
     if gpu in _OFF:

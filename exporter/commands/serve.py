@@ -50,6 +50,9 @@ def add_arguments(p):
     p.add_argument("--ingest-framework", default="auto",
                    help="vocabulary of the keys pushed to /ingest (default auto)")
     p.add_argument("--otlp-endpoint", default=None, help="also push OTLP http/protobuf here")
+    p.add_argument("--gpu", default="auto", choices=["auto", "on", "off", "local"],
+                   help="NVML GPU sampling (default auto: on when a driver is visible)")
+    p.add_argument("--gpu-interval", type=float, default=5.0, help="seconds between GPU samples")
     p.add_argument("--exit-when-idle", action="store_true",
                    help="exit once every file is read to its end (batch catch-up, benchmarks)")
 
@@ -112,7 +115,8 @@ def run(args) -> int:
                      state_path=args.state_file, poll_interval=args.poll_interval,
                      checkpoint_interval=args.checkpoint_interval, idle_flush=args.idle_flush,
                      max_line_bytes=args.max_line_bytes, spool_out=args.spool_out,
-                     ingest=ingest, exporter_kwargs=kw)
+                     ingest=ingest, exporter_kwargs=kw, gpu=args.gpu,
+                     gpu_interval=args.gpu_interval)
     except OSError as e:
         print(f"rl-exporter serve: cannot serve on {args.listen}:{args.port}: {e}", file=sys.stderr)
         return 1

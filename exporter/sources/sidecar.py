@@ -29,6 +29,7 @@ from prometheus_client.samples import Sample
 
 from ..catalog import CATALOG, COUNTER
 from ..collector import StoreCollector
+from ..store import Store
 from ..endpoint import Endpoint
 from . import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser, spool
 from .base import LineAssembler, clean
@@ -358,13 +359,23 @@ class SourceCollector:
         return list(fams.values())
 
 
+class _GPUTarget:
+    """What the GPU sampler needs from its owner: a store, a rank, error reporting."""
+
+    def __init__(self, store):
+        self.store, self.rank = store, None
+
+    def _error(self, kind, exc, message=None):
+        log.error("rl-exporter serve: %s", message or f"{kind}: {exc!r}")
+
+
 class Sidecar:
     def __init__(self, specs: list[SourceSpec], *, run: str, addr: str = "127.0.0.1",
                  port: int | None = 9464, state_path: str | None = None,
                  poll_interval: float = 0.25, checkpoint_interval: float = 1.0,
                  idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
                  spool_out: str | None = None, ingest: dict | None = None,
-                 exporter_kwargs: dict | None = None):
+                 exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0):
         self.run = run
         self.poll_interval = poll_interval
         self.checkpoint_interval = checkpoint_interval
@@ -388,6 +399,12 @@ class Sidecar:
         self.collector = StoreCollector(extra=self._exporter_self_metrics)
         self.registry.register(self.collector)
         self.registry.register(SourceCollector(self))
+        # GPUs are sampled once per sidecar from start-up, not once per source exporter.
+        self.rank = None
+        self.gpu_store = Store(run)
+        self.collector.add_store(self.gpu_store)
+        from ..gpu import start_sampler
+        self.gpu_sampler = start_sampler(_GPUTarget(self.gpu_store), gpu, gpu_interval)
         self.ingest_source = None
         self._checkpoint_due = 0.0
         self._stop = threading.Event()
@@ -435,7 +452,7 @@ class Sidecar:
             kw = dict(self.exporter_kwargs)
             ex = Exporter(run=run, framework=framework, serve=False,
                           registry=CollectorRegistry(auto_describe=False),
-                          queue_size=kw.pop("queue_size", 4096), **kw)
+                          queue_size=kw.pop("queue_size", 4096), gpu=False, **kw)
             self.collector.add_store(ex.store)
             self._run_frameworks[run] = framework
             self.exporters[key] = ex
@@ -498,6 +515,8 @@ class Sidecar:
 
     def close(self) -> None:
         self._stop.set()
+        if self.gpu_sampler is not None:
+            self.gpu_sampler.stop()
         for ex in self.exporters.values():
             ex.flush()
         self.checkpoint()

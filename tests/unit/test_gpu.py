@@ -342,3 +342,34 @@ def test_nvml_calls_do_not_hold_the_gil():
         if gaps[-1] < delay:
             break
     assert min(gaps) < delay, gaps           # NVML-style calls release it
+
+
+def test_serve_samples_gpus_once_from_start(monkeypatch, tmp_path):
+    """The sidecar samples GPUs before any log line arrives, and only once per process."""
+    from prometheus_client import generate_latest
+    from exporter.sources.sidecar import Sidecar, SourceSpec
+    nv = FakeNVML(2)
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    log = tmp_path / "train.log"
+    log.write_text("step:1 - actor/pg_clipfrac:0.1\n")
+    sc = Sidecar([SourceSpec(f"verl:{log}", "side")], run="side", port=None, gpu="auto", gpu_interval=0.05)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and sc.gpu_store.get(
+                "hw_gpu_utilization_ratio", {"gpu": "1", "uuid": uuid(1), "gpu_model": H100,
+                                             "task": "general"}) is None:
+            time.sleep(0.02)
+        while time.monotonic() < deadline + 5 and not any(
+                ex._processed for ex in sc.exporters.values()):
+            sc.poll_once()
+            time.sleep(0.05)
+        for ex in sc.exporters.values():
+            ex.flush()
+        text = generate_latest(sc.registry).decode()
+    finally:
+        sc.close()
+    util = [line for line in text.splitlines() if line.startswith("hw_gpu_utilization_ratio{")
+            and 'task="general"' in line]
+    assert len(util) == 2 and all('run="side"' in line for line in util)
+    assert 'rl_policy_clip_ratio{run="side"} 0.1' in text
