@@ -276,7 +276,7 @@ class PhaseTimers:
         current = self._window_id()
         with self._lock:
             items = sorted(self._windows.items())
-        for wid, w in items:
+        for wid, w in items:  # resolve every completed event, in every window
             if w.pending:
                 with self._lock:
                     pend, w.pending = w.pending, []
@@ -291,10 +291,9 @@ class PhaseTimers:
                     for phase, sec in done:
                         w.totals[phase] = w.totals.get(phase, 0.0) + sec
                     w.pending = still + w.pending
-            if wid >= current:
-                break  # still open (and later ones too)
-            if w.pending:
-                break  # publish in order: wait for this window's device work
+        for wid, w in items:  # publish closed, complete windows in order
+            if wid >= current or w.pending:
+                break  # still open, or waiting for device work (later ones wait too)
             with self._lock:
                 self._windows.pop(wid, None)
             self._publish(w)
