@@ -291,11 +291,14 @@ METRICS: list[Metric] = [
       SPLIT, group="length"),
     h("rl_sample_reward", "1",
       "Per-response reward used for training, one observation per response "
-      "(observe('reward', rewards)). Binary verifiable rewards fill the le=0 and le=1 buckets.",
+      "(observe('reward', rewards)). Binary verifiable rewards fill the le=0 and le=1 buckets. "
+      "Signed buckets: the Prometheus exposition carries no _sum/_count (OpenMetrics rule); the "
+      "count is the le=\"+Inf\" bucket, the mean is rl_reward.",
       (-10, -5, -2, -1, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, 2, 5, 10), SPLIT, group="reward"),
     h("rl_sample_advantage", "1",
       "Per-sample (or per-token) advantage (observe('advantage', advantages)). Mass piled in "
-      "the (-0.1, 0] bucket with GRPO: tied groups, no learning signal.",
+      "the (-0.1, 0] bucket with GRPO: tied groups, no learning signal. Signed buckets: no "
+      "_sum/_count in the Prometheus exposition; the count is the le=\"+Inf\" bucket.",
       (-5, -3, -2, -1, -0.5, -0.25, -0.1, 0, 0.1, 0.25, 0.5, 1, 2, 3, 5), SPLIT, group="reward"),
     h("rl_token_logprob_gap", "1",
       "Per-token |log pi_train - log pi_rollout| in nats (observe('logprob_gap', gaps)): the "
