@@ -507,3 +507,19 @@ class Exporter:
         return {"status": "ok" if self._worker.is_alive() else "error", "run": self.run,
                 "frames_processed": self._processed, "last_step": self._last_step,
                 "queue": len(self._queue)}
+
+    # ================================================================ timers, distributions
+    # (exporter/timers.py, exporter/distributions.py; created on first use)
+    def timer(self, phase: str, tokens: float | None = None, cuda: bool | None = None):
+        """Time a phase: `with rlx.timer("gen"):` or `@rlx.timer("gen")`. Totals per
+        step (one per log() call) land on rl_phase_duration_seconds{phase} and the
+        rl_phase_timing_seconds histogram; `tokens` (or `.tokens = n` inside the block)
+        adds rl_phase_time_per_token_seconds. CUDA events when CUDA is in use (no sync)."""
+        from .timers import timers_of
+        return timers_of(self).timer(phase, tokens=tokens, cuda=cuda)
+
+    def observe(self, name: str, values, labels: dict | None = None) -> None:
+        """Record per-sample values (tensor, array, list) on a distribution histogram:
+        `rlx.observe("response_length", lengths)`. Never raises; see distributions.py."""
+        from .distributions import distributions_of
+        distributions_of(self).observe(name, values, labels)

@@ -308,6 +308,29 @@ METRICS: list[Metric] = [
       "Any numeric key the catalog does not know, under its sanitised original key. Bounded: past "
       "the cap new keys are counted in rl_exporter_fallback_keys_dropped_total.", "key",
       group="fallback"),
+    # added for distributions (exporter.observe(); exporter/distributions.py)
+    h("rl_sample_response_length_tokens", "{token}",
+      "Per-response generated length, one observation per response (observe('response_length', "
+      "lengths)). histogram_quantile over rate(_bucket) gives length percentiles over time; a "
+      "pile-up in the top bucket is truncation.",
+      (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
+      SPLIT, group="length"),
+    h("rl_sample_reward", "1",
+      "Per-response reward used for training, one observation per response "
+      "(observe('reward', rewards)). Binary verifiable rewards fill the le=0 and le=1 buckets. "
+      "Signed buckets: the Prometheus exposition carries no _sum/_count (OpenMetrics rule); the "
+      "count is the le=\"+Inf\" bucket, the mean is rl_reward.",
+      (-10, -5, -2, -1, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, 2, 5, 10), SPLIT, group="reward"),
+    h("rl_sample_advantage", "1",
+      "Per-sample (or per-token) advantage (observe('advantage', advantages)). Mass piled in "
+      "the (-0.1, 0] bucket with GRPO: tied groups, no learning signal. Signed buckets: no "
+      "_sum/_count in the Prometheus exposition; the count is the le=\"+Inf\" bucket.",
+      (-5, -3, -2, -1, -0.5, -0.25, -0.1, 0, 0.1, 0.25, 0.5, 1, 2, 3, 5), SPLIT, group="reward"),
+    h("rl_token_logprob_gap", "1",
+      "Per-token |log pi_train - log pi_rollout| in nats (observe('logprob_gap', gaps)): the "
+      "distribution behind rl_train_inference_logprob_abs_diff; a growing tail on MoE is the "
+      "routing-flip signature.",
+      (1e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), SPLIT, group="consistency"),
 ]
 
 # ------------------------------------------------------------------ self-metrics
