@@ -22,8 +22,6 @@ reduced by its rule in the catalog (`CATALOG.resolve(key, framework)`):
 
 Deliberate deviations from `Resolution.agg`, each recorded in `.notes`:
     - step keys: max.
-    - counters (kind counter, `*_total`) are cumulative totals the trainer reports:
-      summing chunks or ranks would double count, so they take the max.
     - unknown (fallback) and ignored keys: plain mean.
     - string values (states): the last one (across ranks: each rank keeps its own).
 
@@ -41,7 +39,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .catalog import CATALOG, COUNTER, INFO, STATE, Catalog
+from .catalog import CATALOG, INFO, STATE, Catalog
 from .catalog.model import LAST, MAX, MEAN, MIN, SUM, WMEAN
 
 log = logging.getLogger("rl_exporter")
@@ -120,8 +118,6 @@ def key_rules(keys: Iterable[str], framework: str = "auto",
             agg, note = MEAN, "ignored by the catalog: plain mean"
         elif r.fallback:
             agg, note = MEAN, "unknown key: plain mean"
-        elif m.kind == COUNTER:
-            agg, note = MAX, "cumulative counter: max (a sum would double count)"
         elif m.kind in (STATE, INFO):
             agg = LAST
         else:

@@ -26,7 +26,9 @@ def g(name, unit, help, *labels, agg=MEAN, weight=None, group=""):
 
 
 def c(name, unit, help, *labels, group=""):
-    return Metric(name, COUNTER, unit, help, labels, SUM, group=group)
+    # Counters hold the trainer's cumulative totals: chunks and ranks report the same
+    # running total, so they compose by max (a sum would multiply it by the world size).
+    return Metric(name, COUNTER, unit, help, labels, MAX, group=group)
 
 
 def s(name, help, states, *labels, group=""):

@@ -174,7 +174,7 @@ TABLE = [
     ("ppo_actor/update/logp_abs_diff/avg", "rl_ppo_diagnostic",
      {"role": "actor", "quantity": "update/logp_abs_diff"}, 1.0, "weighted_mean", UT),
     # train_perf
-    ("train_perf/total_tokens", "rl_tokens_total", {}, 1.0, "sum", None),
+    ("train_perf/total_tokens", "rl_tokens_total", {}, 1.0, "max", None),  # running total: max
     ("train_perf/tokens_per_second", "rl_throughput_tokens_per_second", {"phase": "train"}, 1.0,
      "mean", None),
     ("train_perf/estimated_flops_per_second", "rl_achieved_flops_per_second", {"phase": "train"},

@@ -112,10 +112,11 @@ TABLE = [
     # optimizer outcome
     ("optim/update_outcome", "rl_optimizer_update_outcome", {}, "last", None),
     ("optim/skip_reason", "rl_optimizer_skip_reason", {}, "last", None),
-    ("optim/nonfinite_skips_total", "rl_optimizer_nonfinite_skips_total", {}, "sum", None),
-    ("optim/zero_grad_skips_total", "rl_optimizer_zero_grad_skips_total", {}, "sum", None),
-    ("optim/policy_optimizer_step", "rl_optimizer_steps_total", {"role": "policy"}, "sum", None),
-    ("optim/critic_optimizer_step", "rl_optimizer_steps_total", {"role": "critic"}, "sum", None),
+    # cumulative counters: every chunk and rank reports the same running total, so max
+    ("optim/nonfinite_skips_total", "rl_optimizer_nonfinite_skips_total", {}, "max", None),
+    ("optim/zero_grad_skips_total", "rl_optimizer_zero_grad_skips_total", {}, "max", None),
+    ("optim/policy_optimizer_step", "rl_optimizer_steps_total", {"role": "policy"}, "max", None),
+    ("optim/critic_optimizer_step", "rl_optimizer_steps_total", {"role": "critic"}, "max", None),
     ("optim/finite_gradient_check_enabled", "rl_config_value",
      {"parameter": "finite_gradient_check_enabled"}, "last", None),
     # validation
