@@ -3,11 +3,6 @@
 A name is allowed when the catalog exposes it (`CATALOG.names`, histogram suffixes
 included), when it is a series Prometheus itself creates (`ALERTS`, `up`), or when it is
 a recording rule (`level:metric:op`) that alerts/rules/*.yaml records.
-
-PENDING_GPU_METRICS are the NVML sampler's OTel `hw.gpu.*` names, which another branch
-is adding to the catalog. Until they are there, the check lets exactly these names
-through with a warning; once the catalog has them they are ordinary catalog names and
-the warning disappears, so nothing is tolerated by accident after the merge.
 """
 from __future__ import annotations
 
@@ -26,7 +21,7 @@ GPU_ENERGY = "hw_gpu_energy_joules_total"
 GPU_TEMPERATURE = "hw_gpu_temperature_celsius"
 GPU_CLOCK = "hw_gpu_clock_hertz"                 # label clock
 GPU_CLOCK_EVENT = "hw_gpu_clock_event_active"    # label reason
-PENDING_GPU_METRICS = (GPU_UTILIZATION, GPU_MEMORY_USAGE, GPU_MEMORY_LIMIT, GPU_POWER,
+GPU_METRICS = (GPU_UTILIZATION, GPU_MEMORY_USAGE, GPU_MEMORY_LIMIT, GPU_POWER,
                        GPU_ENERGY, GPU_TEMPERATURE, GPU_CLOCK, GPU_CLOCK_EVENT)
 
 # Series Prometheus creates itself.
@@ -57,7 +52,6 @@ def recording_rules(rules_dir: Path | None = None) -> frozenset[str]:
 @dataclass
 class NameCheck:
     unknown: list[tuple[str, str, str]] = field(default_factory=list)   # (dashboard, panel, name)
-    pending: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -65,7 +59,7 @@ class NameCheck:
 
 
 def classify(name: str, records: frozenset[str], catalog_names=None) -> str:
-    """'catalog' | 'prometheus' | 'recording' | 'pending' | 'unknown'."""
+    """'catalog' | 'prometheus' | 'recording' | 'unknown'."""
     catalog_names = CATALOG.names if catalog_names is None else catalog_names
     if name in catalog_names:
         return "catalog"
@@ -73,8 +67,6 @@ def classify(name: str, records: frozenset[str], catalog_names=None) -> str:
         return "prometheus"
     if ":" in name:
         return "recording" if RECORDING_RULE.match(name) and name in records else "unknown"
-    if name in PENDING_GPU_METRICS:
-        return "pending"
     return "unknown"
 
 
@@ -87,6 +79,4 @@ def check_names(dashboards, records: frozenset[str] | None = None, catalog_names
                 kind = classify(name, records, catalog_names)
                 if kind == "unknown":
                     result.unknown.append((d.uid, p.title, name))
-                elif kind == "pending":
-                    result.pending.append((d.uid, p.title, name))
     return result

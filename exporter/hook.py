@@ -120,7 +120,7 @@ class Exporter:
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
                  scope_labels: bool = False, poll_interval: float = 0.02,
-                 gpu: bool | str = "auto", gpu_interval: float = 5.0):  # gpu*: GPU sampler (issue 4)
+                 gpu: bool | str = "auto", gpu_interval: float = 5.0):
         self.run = run or _default_run()
         self.catalog = catalog
         if framework not in ("auto",) and framework not in catalog.vocabularies:
@@ -181,7 +181,7 @@ class Exporter:
                             "metrics are still collected (pass port=0 for a free port)")
         self._worker = threading.Thread(target=self._work, name="rl-exporter-worker", daemon=True)
         self._worker.start()
-        # GPU sampler (issue 4, exporter/gpu.py): on when NVML is present, else one log line.
+        # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
 
@@ -219,7 +219,8 @@ class Exporter:
         self._closed = True
         try:
             self._stop.set()
-            if getattr(self, "gpu_sampler", None) is not None: self.gpu_sampler.stop()  # GPU (issue 4)
+            if getattr(self, "gpu_sampler", None) is not None:
+                self.gpu_sampler.stop()
             self._worker.join(timeout)
             self.telemetry.force_flush()
             self.telemetry.shutdown()

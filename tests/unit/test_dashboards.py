@@ -48,27 +48,25 @@ def test_metric_names_rejects_unbalanced(expr):
 def test_every_queried_name_is_known():
     result = names.check_names(DASHBOARDS)
     assert result.unknown == []
-    assert {n for _, _, n in result.pending} <= set(names.PENDING_GPU_METRICS)
 
 
-def test_unknown_name_fails_and_only_gpu_names_are_pending():
+def test_unknown_names_fail():
     assert names.classify("rl_no_such_metric", frozenset()) == "unknown"
     assert names.classify("rl_reward", frozenset()) == "catalog"
     assert names.classify("rl_phase_timing_seconds_bucket", frozenset()) == "catalog"
     assert names.classify("ALERTS", frozenset()) == "prometheus"
     assert names.classify("rl:reward:avg5m", frozenset()) == "unknown"
     assert names.classify("rl:reward:avg5m", frozenset({"rl:reward:avg5m"})) == "recording"
-    gpu = names.PENDING_GPU_METRICS[0]
-    assert names.classify(gpu, frozenset(), catalog_names=frozenset()) == "pending"
-    # after the GPU metrics are in the catalog they are ordinary names
-    assert names.classify(gpu, frozenset(), catalog_names=frozenset({gpu})) == "catalog"
+    gpu = names.GPU_METRICS[0]
+    assert names.classify(gpu, frozenset()) == "catalog"
+    assert names.classify(gpu, frozenset(), catalog_names=frozenset()) == "unknown"
 
 
 def test_gpu_panels_query_only_the_declared_gpu_names():
     for p in BY_UID["rl-gpu"].panels:
         for m in p.metrics:
             if m.startswith("hw_"):
-                assert m in names.PENDING_GPU_METRICS
+                assert m in names.GPU_METRICS
 
 
 def test_recording_rules_are_read_from_rule_files(tmp_path):
