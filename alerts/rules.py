@@ -106,6 +106,11 @@ CONFIG: dict[str, object] = {
     "throughput_drop_ratio": 0.5,
     # ---- GPU (seed 004 problem 3: max_memory close to total memory = OOM next)
     "gpu_memory_full_ratio": 0.95,
+    # NVML clock-event reasons that count as throttling (hw_gpu_clock_event_active{reason}).
+    # software_power_cap is left out: a GPU at its power limit under full training load is
+    # normal; add it if your fleet runs below its cap.
+    "throttle_reasons": "hardware_slowdown|hardware_thermal_slowdown|software_thermal_slowdown|"
+                        "hardware_power_brake_slowdown",
     # ---- agentic: max turns this many times their baseline, and at least turns_runaway_min
     "turns_runaway_factor": 3,
     "turns_runaway_min": 8,
@@ -268,11 +273,11 @@ ALERTS: list[Alert] = [
           ("rl_policy_clip_ratio",)),
     Alert("RLClipFractionNonZeroOnPolicy", "warning",
           'max by (run) (rl_policy_clip_ratio{{stat="", split="", bound=""}}) > 0\n'
-          'and on (run)\nmax by (run) (rl_optimizer_mini_batches{{stat="", split=""}}) == 1',
+          'and on (run)\nmax by (run) (rl_config_value{{parameter="n_mini", split=""}}) == 1',
           Dur(120), "Clip fraction is non-zero although the run takes one mini-batch per step (a bug).",
           f"Run {R} reports clip fraction {{{{ printf \"%.4f\" $value }}}} with one mini-batch per "
           "step, where the ratio is identically 1.",
-          ("rl_policy_clip_ratio", "rl_optimizer_mini_batches")),
+          ("rl_policy_clip_ratio", "rl_config_value")),
     Alert("RLGradNormExplosion", "warning",
           'max by (run) (rl_grad_norm{{stat="", split=""}})\n'
           "> {grad_norm_explosion_factor} * run:rl_grad_norm:avg_over_time1h_offset10m",
@@ -393,19 +398,18 @@ ALERTS: list[Alert] = [
           "baseline of the previous hour.",
           ("rl_gpu_throughput_tokens_per_second",)),
     Alert("RLGPUMemoryNearFull", "warning",
-          'max by (run, gpu) (rl_gpu_memory_used_bytes{{stat="", split=""}})\n'
-          '/ max by (run, gpu) (rl_gpu_memory_limit_bytes{{stat="", split=""}}) > {gpu_memory_full_ratio}',
+          "max by (run, instance, gpu) (hw_gpu_memory_usage_bytes)\n"
+          "/ max by (run, instance, gpu) (hw_gpu_memory_limit_bytes) > {gpu_memory_full_ratio}",
           Dur(300), "GPU memory is nearly full: the next long batch may OOM.",
           f"Run {R}: GPU {{{{ $labels.gpu }}}} memory is {{{{ $value | humanizePercentage }}}} full.",
-          ("rl_gpu_memory_used_bytes", "rl_gpu_memory_limit_bytes")),
+          ("hw_gpu_memory_usage_bytes", "hw_gpu_memory_limit_bytes")),
     Alert("RLGPUThrottling", "warning",
-          'max by (run, gpu, reason) (min_over_time(rl_gpu_clock_event_active{{stat="", split="", '
-          'reason=~"hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|sw_power_cap|hw_power_brake_slowdown"}}'
-          "[{short_window}])) == 1",
+          'max by (run, instance, gpu, reason) (min_over_time(hw_gpu_clock_event_active{{'
+          'reason=~"{throttle_reasons}"}}[{short_window}])) == 1',
           Dur(300), "A GPU is held back by thermal or power throttling.",
           f"Run {R}: GPU {{{{ $labels.gpu }}}} has been throttled ({{{{ $labels.reason }}}} = {{{{ $value }}}}) "
           "for the whole window.",
-          ("rl_gpu_clock_event_active",)),
+          ("hw_gpu_clock_event_active",)),
     Alert("RLMultiTurnRunaway", "warning",
           "run:rl_turns_max:max_over_time10m\n"
           "> {turns_runaway_factor} * run:rl_turns_max:avg_over_time1h_offset10m\n"

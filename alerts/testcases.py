@@ -78,12 +78,12 @@ CASES: dict[str, dict] = {
         silent=[s("rl_policy_clip_ratio", alt(0.05, 0.3, 30)),
                 s("rl_policy_clip_ratio", "0.6x60", bound="dual")], silent_at="55m"),
     "RLClipFractionNonZeroOnPolicy": dict(
-        fire=[s("rl_policy_clip_ratio", "0.02x10"), s("rl_optimizer_mini_batches", "1x10")], at="5m",
+        fire=[s("rl_policy_clip_ratio", "0.02x10"), s("rl_config_value", "1x10", parameter="n_mini")], at="5m",
         desc="Run r reports clip fraction 0.0200 with one mini-batch per step, where the ratio is "
              "identically 1.",
-        silent=[s("rl_policy_clip_ratio", "0x10"), s("rl_optimizer_mini_batches", "1x10"),
+        silent=[s("rl_policy_clip_ratio", "0x10"), s("rl_config_value", "1x10", parameter="n_mini"),
                 {"series": 'rl_policy_clip_ratio{run="b"}', "values": "0.12x10"},
-                {"series": 'rl_optimizer_mini_batches{run="b"}', "values": "4x10"}], silent_at="5m"),
+                {"series": 'rl_config_value{run="b", parameter="n_mini"}', "values": "4x10"}], silent_at="5m"),
     "RLGradNormExplosion": dict(
         fire=[s("rl_grad_norm", "0.6x80 15x15")], at="90m",
         desc="Run r: gradient norm is 15, more than 10x its baseline of the previous hour.",
@@ -170,16 +170,20 @@ CASES: dict[str, dict] = {
         desc="Run r: throughput is 400 tokens/s/GPU, under half its baseline of the previous hour.",
         silent=[s("rl_gpu_throughput_tokens_per_second", "1000+2x110")], silent_at="105m"),
     "RLGPUMemoryNearFull": dict(
-        fire=[s("rl_gpu_memory_used_bytes", "78e9x20", gpu="0"), s("rl_gpu_memory_limit_bytes", "80e9x20", gpu="0")],
+        fire=[s("hw_gpu_memory_usage_bytes", "78e9x20", gpu="0", uuid="GPU-a", gpu_model="NVIDIA H100 80GB HBM3"),
+              s("hw_gpu_memory_limit_bytes", "80e9x20", gpu="0", uuid="GPU-a", gpu_model="NVIDIA H100 80GB HBM3")],
         at="15m", labels={"gpu": "0"}, desc="Run r: GPU 0 memory is 97.5% full.",
-        silent=[s("rl_gpu_memory_used_bytes", "60e9x20", gpu="0"),
-                s("rl_gpu_memory_limit_bytes", "80e9x20", gpu="0")], silent_at="15m"),
+        silent=[s("hw_gpu_memory_usage_bytes", "60e9x20", gpu="0"),
+                s("hw_gpu_memory_limit_bytes", "80e9x20", gpu="0")], silent_at="15m"),
     "RLGPUThrottling": dict(
-        fire=[s("rl_gpu_clock_event_active", "1x30", gpu="0", reason="hw_thermal_slowdown")], at="20m",
-        labels={"gpu": "0", "reason": "hw_thermal_slowdown"},
-        desc="Run r: GPU 0 has been throttled (hw_thermal_slowdown = 1) for the whole window.",
-        silent=[s("rl_gpu_clock_event_active", alt(1, 0, 15), gpu="0", reason="sw_power_cap"),
-                s("rl_gpu_clock_event_active", "1x30", gpu="0", reason="gpu_idle")], silent_at="20m"),
+        fire=[s("hw_gpu_clock_event_active", "1x30", gpu="0", reason="hardware_thermal_slowdown")], at="20m",
+        labels={"gpu": "0", "reason": "hardware_thermal_slowdown"},
+        desc="Run r: GPU 0 has been throttled (hardware_thermal_slowdown = 1) for the whole window.",
+        # intermittent slowdowns, idle clocks and the power cap of a fully loaded GPU are not throttling
+        silent=[s("hw_gpu_clock_event_active", alt(1, 0, 15), gpu="0", reason="software_thermal_slowdown"),
+                s("hw_gpu_clock_event_active", "1x30", gpu="0", reason="gpu_idle"),
+                s("hw_gpu_clock_event_active", "1x30", gpu="1", reason="software_power_cap")],
+        silent_at="20m"),
     "RLMultiTurnRunaway": dict(
         fire=[s("rl_turns", "6x80 40x20", stat="max"), s("rl_turns", "3x100")], at="95m",
         desc="Run r: a rollout took 40 turns, several times the recent maximum.",

@@ -14,6 +14,7 @@ raises into the training loop: failures are counted and logged once per kind.
 from __future__ import annotations
 
 import collections
+import decimal
 import logging
 import math
 import numbers
@@ -118,7 +119,8 @@ class Exporter:
                  queue_size: int = DEFAULT_QUEUE_SIZE,
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
-                 scope_labels: bool = False, poll_interval: float = 0.02):
+                 scope_labels: bool = False, poll_interval: float = 0.02,
+                 gpu: bool | str = "auto", gpu_interval: float = 5.0):
         self.run = run or _default_run()
         self.catalog = catalog
         if framework not in ("auto",) and framework not in catalog.vocabularies:
@@ -163,7 +165,7 @@ class Exporter:
         self.telemetry = Telemetry(self.registry, {"service.name": "rl-exporter", "rl.run": self.run},
                                    catalog=catalog, otlp_endpoint=otlp_endpoint,
                                    otlp_interval_s=otlp_interval, scope_labels=scope_labels)
-        self.telemetry.mirror(self.store)
+        self.telemetry.mirror(self.store, self._self_metrics)
         self._frame_hist = self.telemetry.histogram("rl_exporter_frame_processing_seconds")
         self._run_attrs = {"run": self.run}
 
@@ -179,6 +181,9 @@ class Exporter:
                             "metrics are still collected (pass port=0 for a free port)")
         self._worker = threading.Thread(target=self._work, name="rl-exporter-worker", daemon=True)
         self._worker.start()
+        # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
+        from .gpu import start_sampler
+        self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
 
     # ================================================================ caller thread
     def log(self, frame, step=None) -> None:
@@ -214,6 +219,8 @@ class Exporter:
         self._closed = True
         try:
             self._stop.set()
+            if getattr(self, "gpu_sampler", None) is not None:
+                self.gpu_sampler.stop()
             self._worker.join(timeout)
             self.telemetry.force_flush()
             self.telemetry.shutdown()
@@ -318,8 +325,6 @@ class Exporter:
         if cls is _New:
             if v is None:
                 return None
-            if slot.resolution.fallback:
-                self._unknown += 1
             num = self._number_or_reject(key, v)
             if num is None:
                 return None
@@ -453,7 +458,7 @@ class Exporter:
                 return float(v)
             if isinstance(v, str):
                 reason = "string"
-            elif isinstance(v, numbers.Real):
+            elif isinstance(v, (numbers.Real, decimal.Decimal)):
                 return float(v)
             elif getattr(v, "shape", None) == () and hasattr(v, "item"):
                 return float(v.item())  # numpy 0-d arrays
@@ -503,3 +508,19 @@ class Exporter:
         return {"status": "ok" if self._worker.is_alive() else "error", "run": self.run,
                 "frames_processed": self._processed, "last_step": self._last_step,
                 "queue": len(self._queue)}
+
+    # ================================================================ timers, distributions
+    # (exporter/timers.py, exporter/distributions.py; created on first use)
+    def timer(self, phase: str, tokens: float | None = None, cuda: bool | None = None):
+        """Time a phase: `with rlx.timer("gen"):` or `@rlx.timer("gen")`. Totals per
+        step (one per log() call) land on rl_phase_duration_seconds{phase} and the
+        rl_phase_timing_seconds histogram; `tokens` (or `.tokens = n` inside the block)
+        adds rl_phase_time_per_token_seconds. CUDA events when CUDA is in use (no sync)."""
+        from .timers import timers_of
+        return timers_of(self).timer(phase, tokens=tokens, cuda=cuda)
+
+    def observe(self, name: str, values, labels: dict | None = None) -> None:
+        """Record per-sample values (tensor, array, list) on a distribution histogram:
+        `rlx.observe("response_length", lengths)`. Never raises; see distributions.py."""
+        from .distributions import distributions_of
+        distributions_of(self).observe(name, values, labels)

@@ -80,11 +80,12 @@ class Telemetry:
         return inst
 
     # ------------------------------------------------------------ OTLP mirror of the store
-    def mirror(self, store) -> None:
-        """Export a store's series over OTLP (finite values only: OTLP has no NaN gauge)."""
+    def mirror(self, store, extra=None) -> None:
+        """Export a store's series, and the computed ones `extra()` yields (self-metrics),
+        over OTLP. Finite values only: an OTLP gauge has no NaN."""
         if self._gauge_provider is None:
             return
-        self._stores.append(store)
+        self._stores.append((store, extra))
         for m in self.catalog.metrics.values():
             if m.kind == HISTOGRAM or m.name in self._mirrored:
                 continue
@@ -100,11 +101,15 @@ class Telemetry:
     def _callback(self, name: str):
         def observe(options: CallbackOptions):
             out = []
-            for store in self._stores:
+            for store, extra in self._stores:
                 for i in store.ids(name):
                     v = store.values[i]
                     if math.isfinite(v):
                         out.append(Observation(v, store.labels[i]))
+                if extra is not None:
+                    for st, metric, labels, v in extra():
+                        if metric == name and math.isfinite(v):
+                            out.append(Observation(float(v), {"run": st.run, **labels}))
             return out
         return observe
 

@@ -48,8 +48,7 @@ class Store:
             if sid is not None:
                 return sid
             if len(self._by_metric[metric.name]) >= self.series_limit:
-                self.rejected["series_limit"] += 1
-                return None
+                return None  # the caller counts the rejected value
             sid = len(self.values)
             rendered = {"run": self.run}
             rendered.update(labels)
@@ -83,6 +82,7 @@ class Store:
         lab = labels if isinstance(labels, tuple) else tuple(sorted((labels or {}).items()))
         sid = self.series_id(m, lab)
         if sid is None:
+            self.rejected["series_limit"] += 1
             return False
         value = float(value)
         if value != value or value in (math.inf, -math.inf):
@@ -107,6 +107,7 @@ class Store:
             from .catalog import sanitize_label_value
             sid = self.series_id(m, tuple(sorted(labels + (("state", sanitize_label_value(state)),))))
             if sid is None:
+                self.rejected["series_limit"] += 1
                 return False
             ids[state] = sid
         for st, sid in ids.items():

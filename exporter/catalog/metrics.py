@@ -26,7 +26,9 @@ def g(name, unit, help, *labels, agg=MEAN, weight=None, group=""):
 
 
 def c(name, unit, help, *labels, group=""):
-    return Metric(name, COUNTER, unit, help, labels, SUM, group=group)
+    # Counters hold the trainer's cumulative totals: chunks and ranks report the same
+    # running total, so they compose by max (a sum would multiply it by the world size).
+    return Metric(name, COUNTER, unit, help, labels, MAX, group=group)
 
 
 def s(name, help, states, *labels, group=""):
@@ -65,7 +67,7 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- reward
     g("rl_reward", "1",
       "Reward used for training per sequence (veRL critic/rewards = score minus in-reward KL; "
-      "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL final_reward; "
+      "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL rollout/reward; "
       "slime/Miles rollout/rewards; posttrain train/reward_*).",
       agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_score", "1",
@@ -161,9 +163,10 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- lengths
     g("rl_response_length_tokens", "{token}",
       "Generated response length. subset=non_aborted|terminated|correct|incorrect narrows the "
-      "samples (veRL response_length*, TRL completions/*_length, AReaL seq_len split by correctness).",
+      "samples (veRL response_length*, TRL completions/*_length, slime/Miles rollout/response_len, "
+      "posttrain response_len_*). AReaL logs prompt+response: see rl_sequence_length_tokens.",
       "subset", agg=WMEAN, weight=SEQ, group="length"),
-    g("rl_prompt_length_tokens", "{token}", "Prompt length.", agg=WMEAN, weight=SEQ, group="length"),
+    g("rl_prompt_length_tokens", "{token}", "Prompt length (veRL prompt_length, AReaL prompt_len).", agg=WMEAN, weight=SEQ, group="length"),
     g("rl_sequence_length_tokens", "{token}", "Prompt plus response length.", agg=WMEAN, weight=SEQ,
       group="length"),
     g("rl_response_truncated_ratio", "1",
@@ -262,9 +265,19 @@ METRICS: list[Metric] = [
       "mismatch (TRL sampling/importance_sampling_ratio, veRL rollout_corr/rollout_is_*).",
       group="consistency"),
     # ---------------------------------------------------------------- async
+    # added for AReaL/slime/Miles/posttrain
+    g("rl_config_value", "1",
+      "A configuration value the trainer echoes into its metrics, so a curve says which setting "
+      "produced it (AReaL ppo_actor|ppo_critic/eps_clip, c_clip, use_dual_clip, rs_upper|rs_lower, "
+      "mask_no_eos_with_zero; posttrain optim/finite_gradient_check_enabled). Booleans are 0/1. "
+      "`parameter` is the framework's own name.", "parameter", "role", agg=LAST, group="run"),
+    g("rl_distillation_divergence", "1",
+      "Policy-to-teacher divergence in on-policy distillation (slime/Miles train/opd_reverse_kl = "
+      "sampled-token reverse KL; posttrain train/opd_divergence, token-weighted).",
+      agg=WMEAN, weight=TOK, group="policy"),
     g("rl_sample_staleness_steps", "{version}",
       "Policy versions between the sample's behaviour policy and the trained one (AReaL "
-      "sample_staleness, veRL trajectory_staleness, Miles weight_version lag).", agg=WMEAN, weight=TOK,
+      "sample_staleness, veRL trajectory_staleness). Miles logs absolute weight versions instead.", agg=WMEAN, weight=TOK,
       group="async"),
     # ---------------------------------------------------------------- preference (DPO/KTO/SimPO/RM)
     g("rl_preference_reward", "1", "Implicit reward per side (TRL rewards/chosen|rejected, OpenRLHF "
@@ -277,24 +290,49 @@ METRICS: list[Metric] = [
       group="preference"),
     g("rl_preference_logprob", "1", "Policy log-probability per side (TRL logps/chosen|rejected).",
       "side", group="preference"),
+    # added for TRL/OpenRLHF
+    g("rl_validation_response_length_tokens", "{token}",
+      "Held-out response length per data source (OpenRLHF eval_{datasource}_response_length_mean; "
+      "slime eval/{dataset}/response_len has the same shape). The all-sources value is "
+      "rl_response_length_tokens{split=\"eval\"}.", "data_source", agg=WMEAN, weight=SEQ,
+      group="validation"),
+    g("rl_validation_response_truncated_ratio", "1",
+      "Fraction of held-out responses cut at the length limit, per data source (OpenRLHF "
+      "eval_{datasource}_truncated_rate; slime eval/{dataset}-truncated_ratio). The all-sources value "
+      "is rl_response_truncated_ratio{split=\"eval\"}.", "data_source", agg=WMEAN, weight=SEQ,
+      group="validation"),
+    g("rl_dynamic_filter_pass_ratio", "1",
+      "Fraction of generated samples kept by dynamic-sampling filters (OpenRLHF "
+      "dynamic_filtering_pass_rate; veRL/slime keep finer filter counters in their own metrics). "
+      "Near 0: most groups tie and are dropped, so generation is wasted.", group="groups"),
     # ---------------------------------------------------------------- unknown keys
     g("rl_unmapped_value", "1",
       "Any numeric key the catalog does not know, under its sanitised original key. Bounded: past "
       "the cap new keys are counted in rl_exporter_fallback_keys_dropped_total.", "key",
       group="fallback"),
-    # added for alerts (alerts/rules.py needs these; nothing else defines them yet)
-    g("rl_optimizer_mini_batches", "{batch}",
-      "Optimizer mini-batches (updates) per training step, from the run configuration (posttrain "
-      "n_mini, veRL train_batch_size/ppo_mini_batch_size). At 1 the clip fraction must be exactly 0 "
-      "(seed 000); a non-zero value there is a bug.", agg=LAST, group="optimizer"),
-    g("rl_gpu_memory_used_bytes", "By", "Device memory in use per GPU (NVML memory used).", "gpu",
-      agg=MAX, group="gpu"),
-    g("rl_gpu_memory_limit_bytes", "By", "Device memory capacity per GPU (NVML memory total; OTel "
-      "hw.gpu.memory.limit).", "gpu", agg=MAX, group="gpu"),
-    g("rl_gpu_clock_event_active", "1",
-      "1 while an NVML clock-event (throttle) reason holds the GPU's clocks down: reason="
-      "sw_power_cap|hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|hw_power_brake_slowdown.",
-      "gpu", "reason", agg=MAX, group="gpu"),
+    # added for distributions (exporter.observe(); exporter/distributions.py)
+    h("rl_sample_response_length_tokens", "{token}",
+      "Per-response generated length, one observation per response (observe('response_length', "
+      "lengths)). histogram_quantile over rate(_bucket) gives length percentiles over time; a "
+      "pile-up in the top bucket is truncation.",
+      (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
+      SPLIT, group="length"),
+    h("rl_sample_reward", "1",
+      "Per-response reward used for training, one observation per response "
+      "(observe('reward', rewards)). Binary verifiable rewards fill the le=0 and le=1 buckets. "
+      "Signed buckets: the Prometheus exposition carries no _sum/_count (OpenMetrics rule); the "
+      "count is the le=\"+Inf\" bucket, the mean is rl_reward.",
+      (-10, -5, -2, -1, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, 2, 5, 10), SPLIT, group="reward"),
+    h("rl_sample_advantage", "1",
+      "Per-sample (or per-token) advantage (observe('advantage', advantages)). Mass piled in "
+      "the (-0.1, 0] bucket with GRPO: tied groups, no learning signal. Signed buckets: no "
+      "_sum/_count in the Prometheus exposition; the count is the le=\"+Inf\" bucket.",
+      (-5, -3, -2, -1, -0.5, -0.25, -0.1, 0, 0.1, 0.25, 0.5, 1, 2, 3, 5), SPLIT, group="reward"),
+    h("rl_token_logprob_gap", "1",
+      "Per-token |log pi_train - log pi_rollout| in nats (observe('logprob_gap', gaps)): the "
+      "distribution behind rl_train_inference_logprob_abs_diff; a growing tail on MoE is the "
+      "routing-flip signature.",
+      (1e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), SPLIT, group="consistency"),
 ]
 
 # ------------------------------------------------------------------ self-metrics
@@ -323,4 +361,31 @@ SELF_METRICS: list[Metric] = [
       agg=MAX, group="exporter"),
     h("rl_exporter_frame_processing_seconds", "s", "Worker time per frame.",
       (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1), group="exporter"),
+    # added for the sidecar: `rl-exporter serve` sources (a followed file/glob or ingest)
+    c("rl_exporter_source_lines_total", "{line}", "Lines read from a source's files.", "source",
+      group="sidecar"),
+    c("rl_exporter_source_bytes_total", "By", "Bytes read from a source's files.", "source",
+      group="sidecar"),
+    c("rl_exporter_source_frames_total", "{frame}",
+      "Frames parsed from a source (or accepted by POST /ingest) and handed to the exporter.",
+      "source", group="sidecar"),
+    c("rl_exporter_source_lines_rejected_total", "{line}",
+      "Lines (or ingest requests) rejected: reason=line_too_long|malformed|no_value|fragment|"
+      "duplicate_key|bad_json|schema|malformed_value|unauthorized|too_large|invalid_frame|"
+      "run_conflict. Lines that are simply not metrics are not counted.",
+      "source", "reason", group="sidecar"),
+    g("rl_exporter_source_lag_bytes", "By",
+      "Bytes written to a source's files but not yet parsed (0 when caught up).", "source",
+      agg=SUM, group="sidecar"),
+    g("rl_exporter_source_last_frame_timestamp_seconds", "s",
+      "Unix time a source last produced a frame.", "source", agg=MAX, group="sidecar"),
+    c("rl_exporter_source_rotations_total", "{event}",
+      "Files of a source rotated or replaced (a new file at the path; the old one read to its end).",
+      "source", group="sidecar"),
+    c("rl_exporter_source_truncations_total", "{event}",
+      "Files of a source truncated or rewritten in place and re-read from the start "
+      "(veRL truncates its JSONL on every trainer restart).", "source", group="sidecar"),
+    g("rl_exporter_source_files", "{file}",
+      "Files of a source by state: following, waiting (not there yet), deleted (old descriptor "
+      "still read).", "source", "state", agg=SUM, group="sidecar"),
 ]

@@ -70,10 +70,17 @@ class Resolver:
     def resolve(self, key: str, framework: str = "auto") -> Resolution:
         names = self.order if framework in (None, "", "auto") else (framework,)
         for name in names:
-            vocab = self.vocabularies.get(name)
-            if vocab is None:
+            if name not in self.vocabularies:
                 raise KeyError(f"unknown framework {framework!r}; known: {', '.join(self.order)}")
-            found = self._resolve_in(key, vocab, depth=0)
+        if len(names) > 1:
+            # auto: an exact key anywhere beats a family pattern of an earlier vocabulary
+            # (OpenRLHF's W&B-style `train/*` must not shadow slime's or posttrain's own keys)
+            for name in names:
+                vocab = self.vocabularies[name]
+                if key in vocab.keys or key in vocab.step_keys:
+                    return self._resolve_in(key, vocab, depth=0)
+        for name in names:
+            found = self._resolve_in(key, self.vocabularies[name], depth=0)
             if found is not None:
                 return found
         fw = names[0] if len(names) == 1 else "auto"

@@ -297,16 +297,19 @@ GIB = 2.0 ** 30
 
 def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, dict]]:
     """Series a real deployment gets from outside the trainer's dict: the NVML sampler (GPU
-    memory, clock-event reasons) and the run configuration (mini-batches per step).
-    (metric, value, labels) triples written straight into the exporter's store."""
+    memory, clock-event reasons; exporter/gpu.py names) and the run configuration (posttrain's
+    n_mini, mini-batches per step). (metric, value, labels) triples written straight into the
+    exporter's store."""
     on = step >= onset
-    out = [("rl_optimizer_mini_batches", 1.0 if scenario == "on-policy-clip" else 4.0, {})]
+    out = [("rl_config_value", 1.0 if scenario == "on-policy-clip" else 4.0, {"parameter": "n_mini"})]
     for gpu in ("0", "1"):
+        ident = {"gpu": gpu, "uuid": f"GPU-demo-{gpu}", "gpu_model": "NVIDIA H100 80GB HBM3"}
         used = 54.0 if not (on and scenario == "gpu-memory-full") else 78.6
-        out.append(("rl_gpu_memory_used_bytes", used * GIB, {"gpu": gpu}))
-        out.append(("rl_gpu_memory_limit_bytes", 80.0 * GIB, {"gpu": gpu}))
+        out.append(("hw_gpu_memory_usage_bytes", used * GIB, ident))
+        out.append(("hw_gpu_memory_limit_bytes", 80.0 * GIB, ident))
         hot = on and scenario == "gpu-throttle" and gpu == "1"
-        out.append(("rl_gpu_clock_event_active", 1.0 if hot else 0.0,
-                    {"gpu": gpu, "reason": "hw_thermal_slowdown"}))
-        out.append(("rl_gpu_clock_event_active", 0.0, {"gpu": gpu, "reason": "sw_power_cap"}))
+        out.append(("hw_gpu_clock_event_active", 1.0 if hot else 0.0,
+                    {**ident, "reason": "hardware_thermal_slowdown"}))
+        # at its power limit under full load: normal, not throttling
+        out.append(("hw_gpu_clock_event_active", 1.0, {**ident, "reason": "software_power_cap"}))
     return out

@@ -49,9 +49,13 @@ def test_attach_writes_side_series_into_the_exporter_store():
         for step in range(1, 4):
             ex.log(sim.frame(step), step=step)
         ex.flush()
-        assert ex.store.get("rl_gpu_clock_event_active", {"gpu": "1", "reason": "hw_thermal_slowdown"}) == 1.0
-        assert ex.store.get("rl_gpu_clock_event_active", {"gpu": "0", "reason": "hw_thermal_slowdown"}) == 0.0
-        assert ex.store.get("rl_optimizer_mini_batches") == 4.0
+        ident = {"uuid": "GPU-demo-1", "gpu_model": "NVIDIA H100 80GB HBM3"}
+        assert ex.store.get("hw_gpu_clock_event_active",
+                            {"gpu": "1", "reason": "hardware_thermal_slowdown", **ident}) == 1.0
+        ident["uuid"] = "GPU-demo-0"
+        assert ex.store.get("hw_gpu_clock_event_active",
+                            {"gpu": "0", "reason": "hardware_thermal_slowdown", **ident}) == 0.0
+        assert ex.store.get("rl_config_value", {"parameter": "n_mini"}) == 4.0
 
 
 def test_on_policy_clip_is_zero_before_the_bug_and_nonzero_after():
@@ -59,7 +63,7 @@ def test_on_policy_clip_is_zero_before_the_bug_and_nonzero_after():
     frames = [sim.frame(s) for s in range(1, 10)]
     assert all(f["actor/pg_clipfrac"] == 0.0 for f in frames[:4])
     assert all(f["actor/pg_clipfrac"] > 0 for f in frames[4:])
-    assert sim.side_series(1)[0] == ("rl_optimizer_mini_batches", 1.0, {})
+    assert sim.side_series(1)[0] == ("rl_config_value", 1.0, {"parameter": "n_mini"})
 
 
 def test_every_alert_has_an_end_to_end_scenario_and_every_scenario_an_expectation():

@@ -1,4 +1,91 @@
-"""miles vocabulary (to be filled from ../../../shared/research/framework-keys.json)."""
-from ..model import Vocabulary
+"""Miles (radixark/miles), a slime fork: slime's keys plus Miles' own.
 
-VOCABULARY = Vocabulary(name="miles", title="miles")
+The slime vocabulary is copied in (same key families, same meanings) and Miles' additions are
+layered on top: loss_hub keys (train/ess_ratio, train/train_rollout_kl), async weight-version
+statistics, zero_std percentages, TITO mismatch rates, MFU and host-memory perf keys and the
+extra eval keys. Miles' own patterns go first so that, e.g., eval/skipped_{reason} is not read
+as an eval dataset. Miles' Prometheus backend (miles_metric_*) re-exports the same keys; this
+vocabulary reads the raw keys.
+"""
+from ..metrics import SPLIT, STAT
+from ..model import GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
+from . import slime
+
+METRICS = [
+    Metric("rl_importance_ess_ratio", GAUGE, "1",
+           "Effective sample size of the importance weights over the token count (Miles "
+           "train/ess_ratio); 1 means the weights are uniform.", (STAT, SPLIT), MEAN, group="consistency"),
+    Metric("rl_sample_weight_version", GAUGE, "{version}",
+           "Weight version of the policy that generated the step's samples (Miles "
+           "rollout/weight_version/{mean,median,max,min}). Compare with rl_training_step for the lag.",
+           (STAT, SPLIT), MEAN, group="async"),
+    Metric("rl_mixed_version_sample_ratio", GAUGE, "1",
+           "Fraction of samples generated across more than one weight version (Miles "
+           "rollout/weight_version/mixed_version_ratio).", (STAT, SPLIT), MEAN, group="async"),
+    Metric("rl_group_outcome_ratio", GAUGE, "1",
+           "Fraction of prompt groups with a tied outcome: outcome=all_zero|all_one (Miles "
+           "rollout/zero_std/all_zero_percentage|all_one_percentage, percent scaled to 0..1).",
+           (STAT, SPLIT, "outcome"), MEAN, group="groups"),
+    Metric("rl_tito_session_mismatch_ratio", GAUGE, "1",
+           "Miles token-in/token-out session mismatch rate per server version and mismatch type "
+           "(rollout/tito_session_mismatch_rate/{server_version}[/{type}]).",
+           (STAT, SPLIT, "server_version", "type"), MEAN, group="consistency"),
+    Metric("rl_host_memory_bytes", GAUGE, "By",
+           "Miles host-memory figures other than `used` (perf/cpu_memory_{kind}_gb); "
+           "used memory is rl_host_memory_used_bytes.", (STAT, SPLIT, "kind"), MAX, group="memory"),
+    Metric("rl_peak_flops_per_second", GAUGE, "FLOP/s",
+           "Peak dense FLOP/s of one training GPU used as the MFU denominator (Miles "
+           "perf/mfu_peak_tflops, --mfu-peak-tflops or a built-in table).", (STAT, SPLIT), LAST,
+           group="throughput"),
+    Metric("rl_eval_skipped", GAUGE, "1",
+           "Evaluation samples skipped per reason (Miles eval/skipped_{reason}).",
+           (STAT, SPLIT, "reason"), SUM, group="validation"),
+    Metric("rl_eval_lag_steps", GAUGE, "{step}",
+           "How many training steps late an evaluation on a dedicated fleet finished (Miles "
+           "eval/lag_steps).", (STAT, SPLIT), MAX, group="validation"),
+]
+
+GB = 2.0 ** 30  # psutil bytes / 1024**3, as in slime/veRL
+
+KEYS = dict(slime.KEYS)
+_TRAIN_EXTRA = {
+    "ess_ratio": alias("rl_importance_ess_ratio"),
+    "train_rollout_kl": alias("rl_train_inference_kl"),
+}
+for _k, _a in _TRAIN_EXTRA.items():
+    KEYS[f"train/{_k}"] = _a
+    KEYS[f"train/actor-{_k}"] = _a
+
+KEYS.update({
+    # async: the weight version of the samples (statistics resolve through the base key)
+    "rollout/weight_version": alias("rl_sample_weight_version"),
+    "rollout/weight_version/mixed_version_ratio": alias("rl_mixed_version_sample_ratio"),
+    "rollout/zero_std/all_zero_percentage": alias("rl_group_outcome_ratio", scale=0.01,
+                                                  outcome="all_zero"),
+    "rollout/zero_std/all_one_percentage": alias("rl_group_outcome_ratio", scale=0.01,
+                                                 outcome="all_one"),
+    # perf
+    "perf/mfu_peak_tflops": alias("rl_peak_flops_per_second", scale=1e12),
+    "perf/actor_train_mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework",
+                                  note="0..1; actor_train_tflops / peak"),
+    "perf/cpu_memory_used_gb": alias("rl_host_memory_used_bytes", scale=GB),
+    # eval
+    "eval/lag_steps": alias("rl_eval_lag_steps"),
+})
+
+PATTERNS = [
+    pattern(r"^rollout/tito_session_mismatch_rate/(?P<server_version>[^/]+)(?:/(?P<type>.+))?$",
+            "rl_tito_session_mismatch_ratio"),
+    pattern(r"^perf/cpu_memory_(?P<kind>.+)_gb$", "rl_host_memory_bytes", scale=GB),
+    pattern(r"^eval/(?P<data_source>.+)-(?P<quantity>none_reward_ratio)$", "rl_validation_sample_stat"),
+    pattern(r"^eval/skipped_(?P<reason>.+)$", "rl_eval_skipped"),
+] + list(slime.PATTERNS)
+
+IGNORED = dict(slime.IGNORED)
+
+VOCABULARY = Vocabulary(
+    name="miles", title="Miles", keys=KEYS, patterns=PATTERNS, ignored=IGNORED,
+    step_keys=("train/step",),
+    doc="Console `[ts process] file:line - step N: {dict}`, the JSONL MetricEvent `metrics` object "
+        "(--save-debug-event-data), W&B/TensorBoard/MLflow; keys as in slime plus Miles' own.",
+)

@@ -1,4 +1,150 @@
-"""openrlhf vocabulary (to be filled from ../../../shared/research/framework-keys.json)."""
-from ..model import Vocabulary
+"""OpenRLHF (OpenRLHF/OpenRLHF 3c3be62, 0.11.0).
 
-VOCABULARY = Vocabulary(name="openrlhf", title="openrlhf")
+PPO / GRPO / REINFORCE++ log one `status` dict per global step (ppo_actor.py,
+ppo_critic.py, experience_maker.py, ppo_trainer.py); DPO and reward-model
+trainers log `loss`, `acc`, `chosen_reward`, `reject_reward`, ... per
+accumulation window. The same dict reaches three sinks:
+
+- console: `✨ Global step N: {...}` (step in the message, not the dict);
+- tqdm bar: short names (act_loss, gen_len, tot_len, act_lr, ent_loss, ...);
+- W&B / TensorBoard: every key as `train/{key}` plus `train/global_step`,
+  eval keys as `eval/{key}` plus `eval/global_step`.
+
+Training keys are therefore declared once and registered both bare and under
+`train/`; `eval/` (and the `eval_` prefix of the eval dict) resolve through the
+bare key with split="eval".
+"""
+import re
+
+from ..metrics import SPLIT, STAT
+from ..model import GAUGE, LAST, MEAN, SUM, Metric, Vocabulary, alias, pattern
+
+METRICS = [
+    Metric("rl_rollout_summary", GAUGE, "1",
+           "OpenRLHF rollout/* statistics over every generated sample before dynamic filtering and "
+           "batching (quantity=reward|response_length_tokens|truncated_ratio|samples); the bare "
+           "reward/response_length/truncated keys cover only the samples trained on.",
+           (STAT, SPLIT, "quantity"), MEAN, group="reward"),
+    Metric("rl_reference_logprob_diff", GAUGE, "1",
+           "Mean log pi - log pi_ref over response tokens, signed (OpenRLHF logprobs_diff: the k1 "
+           "estimate of the KL to the reference; `kl` uses the configured estimator).",
+           (STAT, SPLIT), MEAN, group="policy"),
+    Metric("rl_sequence_length_limit_ratio", GAUGE, "1",
+           "Fraction of samples whose token count reached the generation limit as the trainer "
+           "counts it (OpenRLHF response_clip_ratio); `truncated` (rl_response_truncated_ratio) is "
+           "the engine's finish_reason == length.", (STAT, SPLIT), MEAN, group="length"),
+    Metric("rl_nll_loss", GAUGE, "1",
+           "Auxiliary NLL (SFT) loss on the chosen responses in preference training (OpenRLHF DPO "
+           "nll_loss, only with nll_loss_coef > 0).", (STAT, SPLIT), MEAN, group="preference"),
+]
+
+_TOK = "token-weighted over micro-batches, all-reduced over DP"
+_SAMPLE = "sample-weighted mean"
+
+K = {
+    # ---- actor (ppo_actor.py); token-weighted means, lr/grad_norm the last value
+    "policy_loss": alias("rl_policy_loss", agg=MEAN, note=_TOK),
+    "entropy_loss": alias("rl_entropy_loss", agg=MEAN, note="only with actor.entropy_coef set"),
+    "actor_lr": alias("rl_learning_rate"),
+    "actor_grad_norm": alias("rl_grad_norm", note="last value in the step"),
+    "ppo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN, note=_TOK),
+    "ppo_kl": alias("rl_policy_kl", agg=MEAN, note="KL(old || new), " + _TOK),
+    "vllm_kl": alias("rl_train_inference_kl", agg=MEAN, note="vs vLLM rollout logprobs, IS correction on"),
+    "kl": alias("rl_reference_kl", agg=MEAN, note="configured estimator (k1/k2/k3), token-weighted"),
+    "logprobs_diff": alias("rl_reference_logprob_diff"),
+    # ---- experience (experience_maker.py / samples_generator.py): per-sample
+    "reward": alias("rl_reward", agg=MEAN, note=_SAMPLE),
+    "score": alias("rl_score", agg=MEAN, note=_SAMPLE),
+    "return": alias("rl_return", agg=MEAN, note="sum of rewards per sample, " + _SAMPLE),
+    "group_reward_std": alias("rl_group_reward_std", agg=MEAN),
+    "response_clip_ratio": alias("rl_sequence_length_limit_ratio"),
+    "response_length": alias("rl_response_length_tokens", agg=MEAN),
+    "total_length": alias("rl_sequence_length_tokens", agg=MEAN),
+    "truncated": alias("rl_response_truncated_ratio", agg=MEAN, note="finish_reason == length"),
+    # ---- critic (ppo_critic.py)
+    "critic_loss": alias("rl_value_loss", agg=MEAN),
+    "values": alias("rl_value", agg=MEAN),
+    "critic_lr": alias("rl_critic_learning_rate"),
+    "critic_grad_norm": alias("rl_critic_grad_norm"),
+    # ---- trainer timing (ppo_trainer.py), seconds
+    "timing/step_total": alias("rl_step_duration_seconds",
+                               note="sync trainer: sum of the timing/* phases; async: iteration wall time"),
+    # ---- rollout stats before dynamic batching (ppo_trainer.py)
+    "rollout/reward_mean": alias("rl_rollout_summary", quantity="reward"),
+    "rollout/reward_std": alias("rl_rollout_summary", quantity="reward", stat="std"),
+    "rollout/response_length_mean": alias("rl_rollout_summary", quantity="response_length_tokens"),
+    "rollout/truncated_rate": alias("rl_rollout_summary", quantity="truncated_ratio"),
+    "rollout/num_samples": alias("rl_rollout_summary", quantity="samples", agg=SUM),
+    "dynamic_filtering_pass_rate": alias("rl_dynamic_filter_pass_ratio"),
+    # ---- DPO / reward-model trainers (per accumulation window)
+    "loss_mean": alias("rl_loss", agg=MEAN, note="mean over the accumulation window (DPO/RM)"),
+    "acc_mean": alias("rl_preference_accuracy_ratio", agg=MEAN,
+                      note="mean over the accumulation window; in the eval dict, the eval accuracy"),
+    "chosen_reward": alias("rl_preference_reward", side="chosen", agg=LAST,
+                           note="last micro-batch, all-reduced over DP"),
+    "reject_reward": alias("rl_preference_reward", side="rejected", agg=LAST,
+                           note="last micro-batch, all-reduced over DP"),
+    "lr": alias("rl_learning_rate"),
+    "grad_norm": alias("rl_grad_norm", note="DPO/RM; on the PPO tqdm bar the actor grad norm"),
+    "nll_loss": alias("rl_nll_loss"),
+}
+
+# tqdm bar short names (ppo_actor.py / ppo_critic.py short_status): console only, never under train/.
+TQDM = {
+    "act_loss": alias("rl_policy_loss", agg=MEAN),
+    "gen_len": alias("rl_response_length_tokens", agg=MEAN),
+    "tot_len": alias("rl_sequence_length_tokens", agg=MEAN),
+    "act_lr": alias("rl_learning_rate"),
+    "ent_loss": alias("rl_entropy_loss", agg=MEAN),
+    # critic bar: read from ppo_critic.py, not listed in framework-keys.json
+    "cri_loss": alias("rl_value_loss", agg=MEAN),
+    "cri_lr": alias("rl_critic_learning_rate"),
+}
+
+# Eval dict (log_eval): global values are eval copies of training metrics.
+EVAL = {
+    "eval_loss": alias("rl_validation_loss", note="DPO/RM eval loss"),
+    "eval_response_length_mean": alias("rl_response_length_tokens", split="eval"),
+    "eval_truncated_rate": alias("rl_response_truncated_ratio", split="eval"),
+    "eval_num_samples": alias("rl_responses", split="eval"),
+}
+
+# Training keys also arrive as W&B/TensorBoard `train/{key}`, eval keys as `eval/{key}`; the
+# eval ones are explicit so `eval/eval_loss` lands on the same series as `eval_loss`.
+KEYS = {**K, **{f"train/{k}": a for k, a in K.items()}, **TQDM,
+        **EVAL, **{f"eval/{k}": a for k, a in EVAL.items()}}
+
+_DS = r"(?P<data_source>.+)"
+_PATTERNS = [
+    (r"timing/(?P<phase>.+)", "rl_phase_duration_seconds", {}),
+]
+P = [pattern(rf"^(?:train/)?{body}$", metric, **kw) for body, metric, kw in _PATTERNS] + [
+    # per data source eval: pass{n} is pass@n over the n samples per prompt (pass1 = mean accuracy)
+    pattern(rf"^(?:eval/)?eval_{_DS}_pass(?P<k>\d+)$", "rl_validation_pass_at_k_ratio"),
+    pattern(rf"^(?:eval/)?eval_{_DS}_response_length_mean$", "rl_validation_response_length_tokens"),
+    pattern(rf"^(?:eval/)?eval_{_DS}_truncated_rate$", "rl_validation_response_truncated_ratio"),
+]
+
+# DPO/RM `loss` and `acc` are the last micro-batch's values; `loss_mean`/`acc_mean` in the same
+# dict are the accumulation-window means and carry the series.
+_IGNORED = {
+    "loss": "DPO/RM last micro-batch loss; loss_mean in the same dict is the window mean (rl_loss)",
+    "acc": "DPO/RM last micro-batch accuracy; acc_mean in the same dict is the window mean",
+}
+
+VOCABULARY = Vocabulary(
+    name="openrlhf", title="OpenRLHF", keys=KEYS, patterns=P,
+    ignored={
+        **_IGNORED,
+        **{f"train/{k}": why for k, why in _IGNORED.items()},
+        "train/generated_samples": "W&B table of sample texts (global_step, text, reward), not a number",
+    },
+    ignored_patterns=[
+        (re.compile(r"^(?:train|eval)/generated_samples$"), "W&B table of sample texts, not a number"),
+    ],
+    step_keys=("train/global_step", "eval/global_step", "global_step"),
+    # eval/ is the W&B prefix of the eval dict; eval_ also marks an eval copy of a training key.
+    eval_prefixes=("eval/", "eval_"),
+    doc="Console `✨ Global step N: {...}` dict reprs, tqdm short names, W&B/TensorBoard "
+        "train/* and eval/* scalars.",
+)

@@ -1,4 +1,183 @@
-"""trl vocabulary (to be filled from ../../../shared/research/framework-keys.json)."""
-from ..model import Vocabulary
+"""TRL (huggingface/trl f2cd577, 1.10.0.dev0) on the HF Trainer.
 
-VOCABULARY = Vocabulary(name="trl", title="trl")
+Each TRL trainer averages its own `_metrics[mode][key]` lists in `log()`, prefixes
+`eval_` in eval mode and hands the dict to `transformers.Trainer.log`, which adds
+`loss`, `grad_norm`, `learning_rate`, `epoch` (and `num_input_tokens_seen`).
+Covers GRPOTrainer, RLOOTrainer (a subset of GRPO's keys), DPOTrainer,
+KTOTrainer (same rewards/logps/logits names plus `kl`) and the experimental
+PPOTrainer. `log_history` entries in trainer_state.json carry `step` (the
+optimizer step); trainer_state.json itself has `global_step`.
+
+`eval_<key>` resolves through `<key>` with split="eval"; eval keys whose meaning
+is not a copy of a training key (eval_loss, eval_runtime, ...) are explicit.
+"""
+from ..metrics import SPLIT, STAT
+from ..model import COUNTER, GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
+
+METRICS = [
+    # HF Trainer speed_metrics(): reported at the end of train() / evaluate(); train_runtime is
+    # also logged at every log step when include_num_input_tokens_seen is on.
+    Metric("rl_trainer_runtime_seconds", GAUGE, "s",
+           "HF Trainer wall time: phase=train is the time since train() started (train_runtime), "
+           "phase=eval one evaluate() pass (eval_runtime).", (STAT, SPLIT, "phase"), MAX,
+           group="timing"),
+    Metric("rl_trainer_samples_per_second", GAUGE, "{sample}/s",
+           "HF Trainer samples per second over the phase (train_/eval_samples_per_second); TRL PPO "
+           "`eps` (episodes per second) is the same quantity for phase=train.",
+           (STAT, SPLIT, "phase"), LAST, group="throughput"),
+    Metric("rl_trainer_steps_per_second", GAUGE, "{step}/s",
+           "HF Trainer optimizer (train) or eval-batch (eval) steps per second over the phase "
+           "(train_/eval_steps_per_second).", (STAT, SPLIT, "phase"), LAST, group="throughput"),
+    Metric("rl_trainer_run_loss", GAUGE, "1",
+           "Mean training loss over the whole train() call (HF train_loss, logged once at the end). "
+           "The per-log-window loss is rl_loss.", (STAT, SPLIT), LAST, group="policy"),
+    Metric("rl_trainer_flos_total", COUNTER, "FLOP",
+           "Floating point operations since training started as the HF Trainer estimates them "
+           "(total_flos: 6 x params x tokens for decoder models; not a measured number).", (), SUM,
+           group="throughput"),
+    Metric("rl_episodes_total", COUNTER, "{episode}",
+           "Episodes (completions) processed since training started (TRL PPO `episode`).", (), SUM,
+           group="throughput"),
+    Metric("rl_preference_logits", GAUGE, "1",
+           "Mean policy logits over the completion tokens per side (TRL DPO/KTO logits/chosen|rejected).",
+           (STAT, SPLIT, "side"), MEAN, group="preference"),
+    Metric("rl_token_accuracy_ratio", GAUGE, "1",
+           "Fraction of completion tokens where the policy's argmax equals the target token "
+           "(TRL DPO/SFT mean_token_accuracy).", (STAT, SPLIT), MEAN, group="preference"),
+    Metric("rl_policy_objective_diagnostic", GAUGE, "1",
+           "Loss-type specific diagnostics of TRL's GRPO objectives (`quantity`: vespo_phi_seq = "
+           "VESPO vespo/phi_seq_mean, the sequence-level weight).", (STAT, SPLIT, "quantity"), MEAN,
+           group="policy"),
+    Metric("rl_eos_tokens", GAUGE, "{token}",
+           "EOS tokens generated in the PPO batch, i.e. responses that terminated (TRL PPO "
+           "val/num_eos_tokens).", (STAT, SPLIT), SUM, group="length"),
+]
+
+_NAN_MEAN = "GRPO/RLOO log(): mean of the values since the last log, NaN filtered"
+
+K = {
+    # ---- HF Trainer, every log
+    "loss": alias("rl_loss", agg=MEAN,
+                  note="HF: round(mean training loss since the last log across processes, 4); "
+                       "for GRPO/RLOO this is the policy objective, for DPO the preference loss"),
+    "grad_norm": alias("rl_grad_norm", note="value at the last optimizer step, before clipping"),
+    "learning_rate": alias("rl_learning_rate"),
+    "epoch": alias("rl_epoch", agg=MAX, note="fractional; rounded to 2 decimals on the console"),
+    # cumulative tokens: HF num_input_tokens_seen, and TRL's num_tokens which is the same state
+    # value (set, not appended), so both may arrive in one frame with one value.
+    "num_input_tokens_seen": alias("rl_tokens_total"),
+    "num_tokens": alias("rl_tokens_total", agg=LAST, note="TRL sets it to state.num_input_tokens_seen"),
+    # ---- HF Trainer, end of train() and evaluate()
+    "train_runtime": alias("rl_trainer_runtime_seconds", phase="train"),
+    "train_samples_per_second": alias("rl_trainer_samples_per_second", phase="train"),
+    "train_steps_per_second": alias("rl_trainer_steps_per_second", phase="train"),
+    "train_tokens_per_second": alias("rl_throughput_tokens_per_second", phase="train",
+                                     note="HF: tokens seen / train_runtime over the whole run "
+                                          "(per device in some transformers versions)"),
+    "total_flos": alias("rl_trainer_flos_total", note="dropped from the console line; in log_history"),
+    "train_loss": alias("rl_trainer_run_loss"),
+    "eval_loss": alias("rl_validation_loss"),
+    "eval_runtime": alias("rl_trainer_runtime_seconds", phase="eval"),
+    "eval_samples_per_second": alias("rl_trainer_samples_per_second", phase="eval"),
+    "eval_steps_per_second": alias("rl_trainer_steps_per_second", phase="eval"),
+    # ---- GRPO / RLOO
+    "step_time": alias("rl_step_duration_seconds", note="seconds per optimizer step incl. generation"),
+    "completions/mean_length": alias("rl_response_length_tokens", agg=MEAN),
+    "completions/min_length": alias("rl_response_length_tokens", stat="min"),
+    "completions/max_length": alias("rl_response_length_tokens", stat="max"),
+    "completions/mean_terminated_length": alias("rl_response_length_tokens", subset="terminated",
+                                                agg=MEAN, note="completions ending in EOS/pad"),
+    "completions/min_terminated_length": alias("rl_response_length_tokens", subset="terminated",
+                                               stat="min"),
+    "completions/max_terminated_length": alias("rl_response_length_tokens", subset="terminated",
+                                               stat="max"),
+    "completions/clipped_ratio": alias("rl_response_truncated_ratio", agg=MEAN),
+    "reward": alias("rl_reward", agg=MEAN, note="weighted sum of the reward functions; " + _NAN_MEAN),
+    "reward_std": alias("rl_reward", stat="std"),
+    "frac_reward_zero_std": alias("rl_group_zero_std_ratio"),
+    "kl": alias("rl_reference_kl", agg=MEAN,
+                note="GRPO: per-token KL to the reference (only when beta != 0); KTO: the batch "
+                     "KL estimate used as the reference point"),
+    "entropy": alias("rl_entropy", agg=MEAN),
+    # clip fractions: *_mean are token-weighted global means; low_min/high_max are the min/max
+    # over completions of the per-completion clipped fraction.
+    "clip_ratio/region_mean": alias("rl_policy_clip_ratio", agg=MEAN, note="either bound"),
+    "clip_ratio/low_mean": alias("rl_policy_clip_ratio", bound="low", agg=MEAN),
+    "clip_ratio/low_min": alias("rl_policy_clip_ratio", bound="low", stat="min",
+                                note="min over completions of the per-completion fraction"),
+    "clip_ratio/high_mean": alias("rl_policy_clip_ratio", bound="high", agg=MEAN),
+    "clip_ratio/high_max": alias("rl_policy_clip_ratio", bound="high", stat="max",
+                                 note="max over completions of the per-completion fraction"),
+    "clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN, note="Liger-kernel loss path"),
+    "cispo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN,
+                              note="CISPO: fraction of tokens whose IS weight hit the clip; the "
+                                   "gradient still flows through them"),
+    "vespo/phi_seq_mean": alias("rl_policy_objective_diagnostic", quantity="vespo_phi_seq"),
+    "policy_loss": alias("rl_policy_loss", agg=MEAN, note="logged with an entropy bonus configured"),
+    "entropy_coef": alias("rl_entropy_coefficient"),
+    "aux_loss": alias("rl_aux_loss"),
+    "tools/call_frequency": alias("rl_tool_calls", agg=MEAN,
+                                  note="tool calls per completion (can exceed 1)"),
+    "tools/failure_frequency": alias("rl_tool_call_failure_ratio", note="failed / attempted calls"),
+    # vLLM importance-sampling correction: `/mean|/max|/min` resolve through these bases.
+    "sampling/sampling_logp_difference": alias("rl_train_inference_logprob_abs_diff", agg=MEAN,
+                                               note="mean |logp_train - logp_vllm| over tokens; "
+                                                    "TRL logs no token count"),
+    "sampling/importance_sampling_ratio": alias("rl_rollout_importance_weight"),
+    # ---- DPO (and KTO, which logs the same names)
+    "logits/chosen": alias("rl_preference_logits", side="chosen"),
+    "logits/rejected": alias("rl_preference_logits", side="rejected"),
+    "rewards/chosen": alias("rl_preference_reward", side="chosen", note="beta * log(pi/pi_ref)"),
+    "rewards/rejected": alias("rl_preference_reward", side="rejected"),
+    "rewards/accuracies": alias("rl_preference_accuracy_ratio"),
+    "rewards/margins": alias("rl_preference_reward_margin"),
+    "logps/chosen": alias("rl_preference_logprob", side="chosen"),
+    "logps/rejected": alias("rl_preference_logprob", side="rejected"),
+    "mean_token_accuracy": alias("rl_token_accuracy_ratio"),
+    # ---- PPO (trl.experimental.ppo): one log per PPO batch, no HF loss/grad_norm.
+    "eps": alias("rl_trainer_samples_per_second", phase="train", note="episodes per second"),
+    # objective/kl and objective/entropy are summed over the response tokens, then averaged over
+    # the batch: stat="sum" keeps them off the per-token series (policy/entropy_avg is per token
+    # and arrives in the same frame).
+    "objective/kl": alias("rl_reference_kl", stat="sum", agg=MEAN,
+                          note="per-sequence sum of the per-token KL, mean over sequences"),
+    "objective/entropy": alias("rl_entropy", stat="sum", agg=MEAN,
+                               note="per-sequence sum of -logprob of the sampled tokens"),
+    "objective/non_score_reward": alias("rl_reward_kl_penalty", stat="sum", scale=-1.0, agg=MEAN,
+                                        note="TRL logs -kl_coef * KL summed per sequence; negated "
+                                             "so the penalty is positive like veRL's"),
+    "objective/rlhf_reward": alias("rl_reward", agg=MEAN, note="score + non_score_reward"),
+    "objective/scores": alias("rl_score", agg=MEAN),
+    "policy/approxkl_avg": alias("rl_policy_kl", agg=MEAN),
+    "policy/clipfrac_avg": alias("rl_policy_clip_ratio", agg=MEAN),
+    "policy/entropy_avg": alias("rl_entropy", agg=MEAN),
+    "loss/policy_avg": alias("rl_policy_loss", agg=MEAN),
+    "loss/value_avg": alias("rl_value_loss", agg=MEAN),
+    "val/clipfrac_avg": alias("rl_value_clip_ratio", agg=MEAN),
+    "val/ratio": alias("rl_importance_ratio", agg=MEAN),
+    "val/ratio_var": alias("rl_importance_ratio", stat="var"),
+    "val/num_eos_tokens": alias("rl_eos_tokens"),
+    "lr": alias("rl_learning_rate"),
+    "episode": alias("rl_episodes_total"),
+}
+
+P = [
+    # per reward function: rewards/{reward_func_name}/mean|std (nan-aware). Exact DPO keys
+    # (rewards/chosen, rewards/margins, ...) have no /mean|/std tail and are matched first.
+    pattern(r"^rewards/(?P<function>.+)/(?P<stat>mean|std)$", "rl_reward_function"),
+    # trl/extras/profiling.py: perf_counter seconds per decorated call, sent straight to
+    # wandb/mlflow/trackio (never log_history); one series per Class.method, a bounded set.
+    pattern(r"^profiling/Time taken: (?P<phase>.+)$", "rl_phase_duration_seconds",
+            note="seconds per call of the decorated method; several calls per step keep the max"),
+]
+
+VOCABULARY = Vocabulary(
+    name="trl", title="TRL (+ HF Trainer)", keys=K, patterns=P,
+    ignored={
+        "eval_num_tokens": "eval copy of the cumulative training token counter (same value)",
+    },
+    step_keys=("step", "global_step"),
+    eval_prefixes=("eval_",),
+    doc="Console `{'loss': ..., 'epoch': 0.01}` dict reprs (no step) and trainer_state.json "
+        "log_history entries (with `step`).",
+)

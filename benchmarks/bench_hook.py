@@ -1,0 +1,243 @@
+"""Hook benchmarks: caller-thread cost of log(), worker throughput, /metrics render.
+
+    python benchmarks/bench_hook.py            # about a minute
+    python benchmarks/bench_hook.py --quick
+
+Every comparison is measured in the same run, interleaved in rounds, and reported
+as a ratio, because this kind of host drifts between fast and slow phases.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest  # noqa: E402
+
+from exporter import Exporter  # noqa: E402
+from exporter.catalog import CATALOG  # noqa: E402
+
+logging.getLogger("rl_exporter").setLevel(logging.ERROR)
+
+STAT_FAMILIES = ["critic/score", "critic/rewards", "critic/advantages", "critic/returns",
+                 "response_length", "prompt_length", "global_seqlen", "num_turns"]
+
+
+def make_frame(rng: random.Random) -> dict:
+    """150 keys the way veRL logs them: 20 timers, stats families, actor/critic scalars."""
+    f = {f"timing_s/phase_{i}": rng.uniform(0.1, 60) for i in range(20)}
+    for fam in STAT_FAMILIES:
+        for stat in ("mean", "max", "min"):
+            f[f"{fam}/{stat}"] = rng.random()
+    scalars = ["actor/pg_loss", "actor/pg_clipfrac", "actor/pg_clipfrac_lower", "actor/ppo_kl",
+               "actor/entropy", "actor/kl_loss", "actor/kl_coef", "actor/grad_norm", "actor/lr",
+               "critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean", "critic/grad_norm",
+               "perf/throughput", "perf/total_num_tokens", "perf/time_per_step", "perf/mfu/actor",
+               "perf/mfu/actor_infer", "response_length/clip_ratio", "prompt_length/clip_ratio",
+               "response/aborted_ratio", "training/epoch"]
+    for k in scalars:
+        f[k] = rng.random()
+    i = 0
+    while len(f) < 150:
+        f[f"val-core/source_{i}/acc/mean@1"] = rng.random()
+        i += 1
+    return f
+
+
+def per_call(fn, frames, n) -> list[float]:
+    """Time each call on its own (ns), after a warm-up."""
+    for f in frames[:16]:
+        fn(f)
+    out = []
+    pc = time.perf_counter_ns
+    for i in range(n):
+        f = frames[i % len(frames)]
+        t0 = pc()
+        fn(f)
+        out.append(pc() - t0)
+    return out
+
+
+def bench_caller(rounds: int, n: int) -> list[tuple[str, float, float]]:
+    rng = random.Random(0)
+    frames = [make_frame(rng) for _ in range(64)]
+    keys = list(frames[0])
+    results: dict[str, list[float]] = {}
+
+    # rl-exporter log(): the worker runs concurrently, as in a real trainer
+    ex = Exporter(run="bench", framework="verl", serve=False, queue_size=1 << 16)
+
+    def rlx(f):
+        ex.log(f)
+
+    # floor: what any async hook must do
+    import collections
+    import threading
+    q, lock = collections.deque(), threading.Lock()
+
+    def floor(f):
+        c = f.copy()
+        with lock:
+            q.append(c)
+        if len(q) > 4096:
+            q.clear()
+
+    reg = CollectorRegistry()
+    gauges = {k: Gauge("g_" + k.replace("/", "_").replace("-", "_").replace("@", "_at_")
+                       .replace(".", "_"), k, registry=reg) for k in keys}
+
+    def prom(f):
+        for k, v in f.items():
+            gauges[k].set(v)
+
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from opentelemetry.sdk.metrics import MeterProvider
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=CollectorRegistry())])
+    meter = provider.get_meter("bench")
+    otel = {k: meter.create_gauge(k.replace("@", "_at_")) for k in keys}
+    attrs = {"run": "bench", "framework": "verl"}
+
+    def otel_set(f):
+        for k, v in f.items():
+            otel[k].set(v, attrs)
+
+    methods = [("rl-exporter log()", rlx), ("floor: dict copy + locked append", floor),
+               ("prometheus_client Gauge.set x150", prom),
+               ("OTel sync Gauge.set x150, 2 attributes", otel_set)]
+    try:
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+        import tempfile
+        tb = SummaryWriter(tempfile.mkdtemp())
+        step = [0]
+
+        def tboard(f):
+            step[0] += 1
+            for k, v in f.items():
+                tb.add_scalar(k, v, step[0])
+        methods.append(("TensorBoard add_scalar x150", tboard))
+    except Exception:
+        tb = None
+    for _ in range(rounds):
+        for name, fn in methods:
+            gc.collect()
+            samples = per_call(fn, frames, n if "TensorBoard" not in name else max(50, n // 20))
+            results.setdefault(name, []).append(statistics.median(samples))
+            if fn is rlx:
+                ex.flush(30)
+    ex.close()
+    provider.shutdown()
+    if tb is not None:
+        tb.close()
+    ref = statistics.median(results["prometheus_client Gauge.set x150"])
+    return [(name, statistics.median(v) / 1000, statistics.median(v) / ref) for name, v in results.items()]
+
+
+def bench_worker(rounds: int, n: int) -> list[tuple[str, float, float]]:
+    rng = random.Random(1)
+    frames = [make_frame(rng) for _ in range(64)]
+    out: dict[str, list[float]] = {}
+    ex = Exporter(run="bench", framework="verl", serve=False)
+    ex._process(frames[0], 0, 0.0)  # first frame resolves every key once
+    keys = list(frames[0])
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from opentelemetry.sdk.metrics import MeterProvider
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=CollectorRegistry())])
+    meter = provider.get_meter("bench")
+    otel = {k: meter.create_gauge(k.replace("@", "_at_")) for k in keys}
+    attrs = {"run": "bench"}
+
+    def process(f, i):
+        ex._process(f, i, 0.0)
+
+    def otel_frame(f, i):
+        for k, v in f.items():
+            otel[k].set(v, attrs)
+
+    def end_to_end(count):
+        start = ex._processed
+        t0 = time.perf_counter()
+        for i in range(count):
+            ex.log(frames[i % 64], step=i)
+        while ex._processed - start < count:
+            time.sleep(0.0005)
+        return time.perf_counter() - t0
+
+    for _ in range(rounds):
+        for name, fn, count in (("rl-exporter worker, per frame (one core)", process, n),
+                                ("OTel sync gauges, per frame", otel_frame, max(200, n // 10))):
+            gc.collect()
+            t0 = time.perf_counter()
+            for i in range(count):
+                fn(frames[i % 64], i)
+            out.setdefault(name, []).append(count / (time.perf_counter() - t0))
+        ex._queue_size = n + 10
+        out.setdefault("rl-exporter log() -> worker -> store (end to end)", []).append(n / end_to_end(n))
+    ex.close()
+    provider.shutdown()
+    ref = statistics.median(out["OTel sync gauges, per frame"])
+    return [(name, statistics.median(v), statistics.median(v) / ref) for name, v in out.items()]
+
+
+def bench_render(rounds: int, sizes=(1000, 10000)):
+    rows = []
+    metric_names = [m.name for m in CATALOG.metrics.values() if m.kind == "gauge"][:100]
+    for n in sizes:
+        per = n // len(metric_names)
+        ex = Exporter(run="bench", serve=False)
+        reg = CollectorRegistry()
+        for name in metric_names:
+            m = CATALOG.metrics[name]
+            g = Gauge(name, m.help, ["run", "source"], registry=reg)
+            for j in range(per):
+                v = random.random()
+                ex.store.set(name, v, {"source": f"s{j}"})
+                g.labels("bench", f"s{j}").set(v)
+        ex_bytes = generate_latest(ex.registry)
+        pc_bytes = generate_latest(reg)
+        t_ex, t_pc = [], []
+        for _ in range(rounds * 3):
+            t0 = time.perf_counter()
+            generate_latest(ex.registry)
+            t_ex.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            generate_latest(reg)
+            t_pc.append(time.perf_counter() - t0)
+        ex.close()
+        ratio = statistics.median([a / b for a, b in zip(t_ex, t_pc)])
+        rows.append((n, statistics.median(t_ex) * 1000, statistics.median(t_pc) * 1000, ratio,
+                     len(ex_bytes), len(pc_bytes), len(ex_bytes) / len(pc_bytes)))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    rounds, n = (2, 1000) if args.quick else (5, 4000)
+    print("## Caller-thread cost of one 150-key frame (median per call)\n")
+    print("| method | µs/frame | × prometheus_client |\n|---|---:|---:|")
+    for name, us, ratio in bench_caller(rounds, n):
+        print(f"| {name} | {us:.2f} | {ratio:.3f} |")
+    print("\n## Worker throughput, 150-key frames\n")
+    print("| path | frames/s | × OTel sync gauges |\n|---|---:|---:|")
+    for name, fps, ratio in bench_worker(rounds, n):
+        print(f"| {name} | {fps:,.0f} | {ratio:.1f} |")
+    print("\n## /metrics render (generate_latest), same series in both registries\n")
+    print("| series | rl-exporter ms | prometheus_client ms | time ratio | rl-exporter bytes |"
+          " prometheus_client bytes | bytes ratio |\n|---:|---:|---:|---:|---:|---:|---:|")
+    for n_series, a, b, r, ba, bb, br in bench_render(rounds):
+        print(f"| {n_series:,} | {a:.1f} | {b:.1f} | {r:.2f} | {ba:,} | {bb:,} | {br:.2f} |")
+    print("\nTargets (issue): log() <= 5 µs median; worker >= 10,000 frames/s; render <= 1.5x time and "
+          "<= 1.3x bytes of prometheus_client.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Shared vocabulary of the dashboard modules: the scope selector, variables, and short
+constructors for panels and queries."""
+from __future__ import annotations
+
+from .model import (BARGAUGE, HEATMAP, STAT, STATE_TIMELINE, TABLE, TEXT, TIMESERIES, Panel,
+                    Query)
+
+# Every per-run query is scoped by the dashboard's variables. Prometheus adds `job` and
+# (in Kubernetes) `namespace` from the target; the exporter adds `run` to every series.
+S = 'job=~"$job", namespace=~"$namespace", run=~"$run"'
+RATE = "$__rate_interval"
+LINK_OVERVIEW = "/d/rl-overview/rl-run-overview?${__url_time_range}&var-datasource=${datasource}"
+
+# Feature gates: what a trainer must log/enable for a panel to have data. The demo run
+# (`rl-exporter demo`) feeds everything not gated.
+GPU = "the NVML GPU sampler runs (pip install rl-exporter[gpu], a GPU is visible)"
+ALERTS = "alert rules from alerts/rules are loaded and one is firing for the selected runs"
+CRITIC = "the algorithm trains a critic (PPO/GAE; GRPO has none)"
+PREFERENCE = "the run trains on preference pairs (DPO/KTO/SimPO, reward-model training)"
+AGENTIC = "the run is multi-turn/agentic (veRL num_turns, tool calls)"
+ASYNC = "the run samples asynchronously (AReaL, veRL fully-async, Miles weight-version lag)"
+MOE = "the model is MoE and the framework logs router balance (AReaL moe_balance, TRL aux_loss)"
+CONSISTENCY = ("the framework logs train/rollout log-prob agreement (slime/Miles, posttrain, "
+               "AReaL, TRL, veRL rollout_corr)")
+TIMER = "the trainer records phases with Exporter.timer() (histograms; logged timings feed the gauges)"
+EVAL_LOSS = "the trainer evaluates a held-out loss (HF/TRL eval_loss, posttrain val/loss_avg)"
+PASS_AT_K = "the framework logs pass@k (slime/Miles passrate, held-out pass@k)"
+TOTAL_LOSS = "the framework logs its total loss (veRL actor/loss, HF/TRL loss, slime train/loss)"
+ENTROPY_LOSS = "the framework logs the entropy term (veRL actor/entropy_loss, slime, OpenRLHF)"
+REFERENCE_KL = "the framework logs KL to the reference (TRL kl, OpenRLHF kl, posttrain kl_mean)"
+ZERO_STD = "the framework logs the tied-group fraction (TRL frac_reward_zero_std, posttrain)"
+ABORTED = "the framework logs aborted samples (veRL response/aborted_ratio)"
+RUN_THROUGHPUT = "the framework logs whole-run tokens/s or a token counter (AReaL, TRL num_tokens)"
+FLOPS = "the framework logs achieved FLOP/s (AReaL, slime perf/*_tflops)"
+REWARD_STD = "the framework logs the reward standard deviation (TRL reward_std, veRL std stats)"
+SKIP_REASON = "an update was skipped (posttrain optim/skip_reason); healthy runs never fill it"
+ERRORS = "the exporter hit an internal error (healthy: never)"
+QUEUE_DROPS = "frames were dropped (healthy: never)"
+
+
+def sel(metric: str, extra: str = "") -> str:
+    """`metric{<scope>, extra}`."""
+    return f"{metric}{{{S}{', ' + extra if extra else ''}}}"
+
+
+def mean(metric: str, extra: str = "") -> str:
+    """The primary (mean) series of a gauge: no `stat`, training split."""
+    return sel(metric, 'stat="", split=""' + (", " + extra if extra else ""))
+
+
+def q(expr: str, legend: str = "{{run}}", **kw) -> Query:
+    return Query(expr, legend, **kw)
+
+
+def qi(expr: str, legend: str = "{{run}}", **kw) -> Query:
+    """An instant query (stat, bar gauge and table panels)."""
+    return Query(expr, legend, instant=True, **kw)
+
+
+def ts(title, shows, healthy, *queries, **kw) -> Panel:
+    return Panel(TIMESERIES, title, shows, healthy, list(queries), **kw)
+
+
+def stat(title, shows, healthy, *queries, **kw) -> Panel:
+    kw.setdefault("width", 4)
+    kw.setdefault("height", 5)
+    return Panel(STAT, title, shows, healthy, list(queries), **kw)
+
+
+def table(title, shows, healthy, *queries, **kw) -> Panel:
+    kw.setdefault("width", 24)
+    return Panel(TABLE, title, shows, healthy, list(queries), **kw)
+
+
+def heatmap(title, shows, healthy, *queries, **kw) -> Panel:
+    return Panel(HEATMAP, title, shows, healthy, list(queries), **kw)
+
+
+def timeline(title, shows, healthy, *queries, **kw) -> Panel:
+    return Panel(STATE_TIMELINE, title, shows, healthy, list(queries), **kw)
+
+
+def bars(title, shows, healthy, *queries, **kw) -> Panel:
+    return Panel(BARGAUGE, title, shows, healthy, list(queries), **kw)
+
+
+def text(title, content, *, width=6, height=8) -> Panel:
+    return Panel(TEXT, title, "How to read this row.", "see the text.", [], content=content,
+                 width=width, height=height)
+
+
+def hist_heatmap(title, shows, healthy, bucket_metric: str, extra: str = "", **kw) -> Panel:
+    """A heatmap of a Prometheus histogram: bucket increases per interval, by `le`."""
+    expr = f"sum by (le) (increase({sel(bucket_metric, extra)}[{RATE}]))"
+    kw.setdefault("unit", "s")
+    return heatmap(title, shows, healthy, Query(expr, "{{le}}", format="heatmap",
+                                                gate=kw.pop("query_gate", None)), **kw)
+
+
+# Named threshold sets.
+def steps(*pairs) -> list[tuple[float | None, str]]:
+    return list(pairs)

@@ -1,0 +1,226 @@
+"""Diagnosis: one row per symptom of the troubleshooting tables (seed 001 section 12
+"训练出问题了", seed 004 sections 11.2 and 12). Each row reads left to right: a reading
+guide, the symptom, what to check first, what to check next."""
+from __future__ import annotations
+
+from . import names as n
+from .common import (ABORTED, CRITIC, ENTROPY_LOSS, GPU, RATE, REWARD_STD, ZERO_STD, mean, q, sel,
+                     text, ts)
+from .model import Dashboard, Row
+
+W = 6  # text + three panels per row
+
+
+def guide(symptom: str, first: str, nxt: str, fix: str, source: str):
+    return text("How to read", f"**Symptom:** {symptom}\n\n**Check first:** {first}\n\n"
+                f"**Check next:** {nxt}\n\n**Usual fix:** {fix}\n\n_Source: {source}_", width=W)
+
+
+STEP_SHARE = (f"{sel('rl_phase_duration_seconds')} / ignoring(phase) group_left "
+              f"{mean('rl_step_duration_seconds')}")
+
+ROWS = [
+    Row("Reward collapses", [
+        guide("reward/score drops sharply.", "did entropy fall within a few steps (policy collapse)?",
+              "did the clip fraction jump?", "lower the LR, raise the entropy bonus or KL penalty.",
+              "seed 001 section 12"),
+        ts("Symptom: reward and score", "Mean training reward and raw score.",
+           "rising or flat; a drop of more than half within a few steps is the collapse.",
+           q(mean("rl_reward"), "{{run}} reward"), q(mean("rl_score"), "{{run}} score"),
+           unit="none", decimals=3, width=W),
+        ts("Check first: entropy", "Mean token entropy.",
+           "decays slowly (seed 001 section 2.3); a fall within a few steps before the reward "
+           "drop is collapse.",
+           q(mean("rl_entropy")), unit="none", decimals=3, min=0, width=W),
+        ts("Check next: clip fraction", "Fraction of tokens the PPO clip bound.",
+           "0.05-0.30 (seed 004 section 12, heuristic); a climb past 0.3 with the reward drop "
+           "means steps are too large.",
+           q(mean("rl_policy_clip_ratio", 'bound=""')), unit="percentunit", min=0, max=1, width=W,
+           thresholds=[(None, "yellow"), (0.05, "green"), (0.3, "red")]),
+    ]),
+    Row("KL spikes", [
+        guide("the KL jumps (e.g. 0.02 to 0.15).", "the PPO KL's trend: a ramp or a single spike?",
+              "is the LR schedule what you configured?", "lower the LR or raise the KL penalty.",
+              "seed 001 sections 2.4 and 12; seed 004 section 11.4 example 2"),
+        ts("Symptom: KL to reference", "KL loss term (and measured KL where logged) to the reference.",
+           "grows slowly and steadily (seed 001 section 2.4).",
+           q(mean("rl_kl_loss"), "{{run}} kl loss"), unit="none", decimals=4, min=0, width=W),
+        ts("Check first: policy KL trend", "PPO KL between the sampling and the updated policy.",
+           "0.001-0.01 (seed 004 section 12, heuristic); above 0.05 is too large (seed 004 "
+           "section 11.4).",
+           q(mean("rl_policy_kl")), unit="none", decimals=4, min=0, width=W,
+           thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
+        ts("Check next: learning rate", "Policy learning rate in use.",
+           "follows the configured warmup/decay schedule (seed 001 section 2.6).",
+           q(mean("rl_learning_rate"), "{{run}} {{param_group}}"), unit="sci", min=0, width=W),
+    ]),
+    Row("Eval flat while reward rises", [
+        guide("training reward rises, validation does not.", "is the response length changing?",
+              "is the aborted ratio high?", "the reward is being gamed: fix the reward function "
+                                           "or add a length penalty.", "seed 001 sections 4 and 12"),
+        ts("Symptom: validation vs reward", "Core validation score beside the training reward.",
+           "both rise together.",
+           q(sel("rl_validation_score", 'tier="core"'), "{{run}} val {{data_source}}"),
+           q(mean("rl_reward"), "{{run}} reward"), unit="none", decimals=3, width=W),
+        ts("Check first: response length", "Mean generated response length.",
+           "stable or slowly changing; falling length while reward rises is reward hacking "
+           "(seed 001 section 4).",
+           q(mean("rl_response_length_tokens", 'subset=""')), unit="short", min=0, width=W),
+        ts("Check next: aborted and truncated", "Aborted and truncated response fractions.",
+           "a few percent at most (this project's heuristic).",
+           q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
+           q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} truncated"),
+           unit="percentunit", min=0, max=1, width=W,
+           thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+    ]),
+    Row("Training is slow", [
+        guide("steps take long.", "which phase of the step dominates?",
+              "tokens/s per GPU and the load balance across DP ranks.",
+              "gen over half the step: tune the rollout engine (max_num_seqs, TP); update_actor "
+              "over 0.4: micro-batch size, torch.compile.", "seed 001 section 12; seed 004 section 11.2"),
+        ts("Symptom: step duration", "Wall time per step.",
+           "steady; above 120 s for a 7B model is slow (seed 004 section 11.2, heuristic).",
+           q(mean("rl_step_duration_seconds")), unit="s", min=0, width=W,
+           thresholds=[(None, "green"), (120, "yellow")]),
+        ts("Check first: phase share of the step", "Each phase's share of the step time.",
+           "gen below 0.5 and update_actor below 0.4 of the step (seed 004 section 11.2, heuristic).",
+           q(STEP_SHARE, "{{run}} {{phase}}"), unit="percentunit", min=0, max=1, width=W,
+           thresholds=[(None, "green"), (0.4, "yellow"), (0.5, "red")]),
+        ts("Check next: throughput and balance",
+           "Tokens/s per GPU, and max-min tokens across data-parallel ranks.",
+           "throughput steady; minmax_diff small relative to the mean (seed 001 section 8).",
+           q(mean("rl_gpu_throughput_tokens_per_second"), "{{run}} tokens/s/GPU"),
+           q(sel("rl_dp_rank_tokens", 'stat="minmax_diff"'), "{{run}} rank max-min tokens"),
+           unit="short", min=0, width=W),
+    ]),
+    Row("GPU out of memory", [
+        guide("CUDA out of memory, or memory near the card's total.", "the heaviest rank's tokens",
+              "the longest response and prompt.", "smaller micro-batches, dynamic batch size, "
+              "gradient checkpointing.", "seed 001 section 12; seed 004 section 11.2 problem 3"),
+        ts("Symptom: peak GPU memory", "Peak torch memory per step, and NVML memory per GPU.",
+           "clear headroom below the card's total.",
+           q(sel("rl_gpu_memory_peak_bytes", 'stat=""'), "{{run}} peak {{kind}}"),
+           q(f"max by (run) ({sel(n.GPU_MEMORY_USAGE)})", "{{run}} NVML max", gate=GPU),
+           unit="bytes", min=0, width=W),
+        ts("Check first: heaviest rank", "Tokens on the most loaded data-parallel rank.",
+           "close to the mean; a max far above it is the rank that OOMs first.",
+           q(sel("rl_dp_rank_tokens", 'stat="max"'), "{{run}} max"),
+           q(mean("rl_dp_rank_tokens"), "{{run}} mean"), unit="short", min=0, width=W),
+        ts("Check next: longest response and prompt", "Max response and prompt length in the batch.",
+           "below the configured limits.",
+           q(sel("rl_response_length_tokens", 'stat="max", subset=""'), "{{run}} response max"),
+           q(sel("rl_prompt_length_tokens", 'stat="max"'), "{{run}} prompt max"),
+           unit="short", min=0, width=W),
+    ]),
+    Row("Does not converge", [
+        guide("policy loss swings, score does not rise.", "is the gradient norm pinned at grad_clip (LR too high)?",
+              "reward variance (std far above 10x the mean: normalise) and the critic's explained "
+              "variance (below 0.3: raise the critic LR).", "lower the LR, normalise rewards.",
+              "seed 004 section 11.2 problem 1"),
+        ts("Symptom: policy loss and score", "Policy loss beside the raw score.",
+           "pg_loss -0.01..0.01 (seed 004 section 12, heuristic) while the score rises.",
+           q(mean("rl_policy_loss"), "{{run}} pg loss"), q(mean("rl_score"), "{{run}} score"),
+           unit="none", decimals=3, width=W),
+        ts("Check first: gradient norm", "Policy gradient norm before clipping.",
+           "below grad_clip most steps; constantly at it means the LR is too high.",
+           q(mean("rl_grad_norm")), unit="none", decimals=3, width=W),
+        ts("Check next: reward spread and critic",
+           "Reward standard deviation, and the critic's explained variance (PPO).",
+           "reward std not above 10x its mean; explained variance above 0.7 (seed 004, heuristic).",
+           q(sel("rl_reward", 'stat="std", split=""'), "{{run}} reward std", gate=REWARD_STD),
+           q(mean("rl_value_explained_variance"), "{{run}} explained var", gate=CRITIC),
+           unit="none", decimals=3, width=W),
+    ]),
+    Row("Converges too early", [
+        guide("entropy (loss) drops to near 0, score stops rising, PPO KL near 0.",
+              "entropy and its loss term.", "the PPO KL: near 0 means the policy no longer moves.",
+              "raise the entropy coefficient (e.g. 0.001 to 0.01) or the sampling temperature.",
+              "seed 004 section 11.2 problem 2"),
+        ts("Symptom: score", "Raw task score.", "keeps rising.",
+           q(mean("rl_score")), unit="none", decimals=3, width=W),
+        ts("Check first: entropy", "Mean token entropy and the entropy loss term.",
+           "slowly decaying; entropy loss 0.1-0.5 (seed 004 section 12, heuristic).",
+           q(mean("rl_entropy"), "{{run}} entropy"),
+           q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
+           unit="none", decimals=3, min=0, width=W),
+        ts("Check next: policy KL", "PPO KL.",
+           "0.001-0.01 (seed 004 section 12, heuristic); near 0 for long means no movement.",
+           q(mean("rl_policy_kl")), unit="none", decimals=4, min=0, width=W,
+           thresholds=[(None, "yellow"), (0.001, "green"), (0.01, "yellow"), (0.05, "red")]),
+    ]),
+    Row("Training crashes: gradient explosion or NaN", [
+        guide("grad norm explodes or the loss becomes NaN.", "the gradient norm (10x its usual level).",
+              "non-finite values and skipped updates.", "lower the LR, tighten grad clipping, check "
+              "the data for extreme rewards.", "seed 004 section 12; seed 001 section 2.2"),
+        ts("Symptom: gradient norm", "Policy gradient norm (log scale).",
+           "inside a steady band; 10x its usual level is an explosion (seed 001 section 2.2).",
+           q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True, width=W),
+        ts("Check first: policy loss", "Policy loss.", "noisy around 0 (seed 004 section 12).",
+           q(mean("rl_policy_loss")), unit="none", decimals=4, width=W),
+        ts("Check next: non-finite values and skips",
+           "NaN/Inf values received per metric, and updates rejected for them.",
+           "0.",
+           q(f"increase({sel('rl_exporter_nonfinite_values_total')}[{RATE}])", "{{run}} {{metric}}"),
+           q(f"increase({sel('rl_optimizer_nonfinite_skips_total')}[{RATE}])", "{{run}} skipped updates"),
+           unit="short", min=0, width=W, thresholds=[(None, "green"), (1, "red")]),
+    ]),
+    Row("No learning signal (GRPO groups tie)", [
+        guide("reward flat, gradient exactly 0.", "the share of informative groups.",
+              "zero-gradient skips and advantages.", "the prompts are too easy or too hard for the "
+              "sampler: filter the data or change the group size.", "seed 000 (posttrain group report)"),
+        ts("Symptom: gradient norm at 0", "Policy gradient norm.", "above 0 every step.",
+           q(mean("rl_grad_norm")), unit="none", decimals=3, min=0, width=W,
+           thresholds=[(None, "red"), (1e-9, "green")]),
+        ts("Check first: informative groups", "Informative groups as a share of all groups, and "
+           "the tied-group fraction where logged.",
+           "well above 0 (this project's heuristic: below 0.2 warns).",
+           q(sel("rl_groups", 'outcome="informative"') + " / ignoring(outcome) "
+             + sel("rl_groups", 'outcome="total"'), "{{run}} informative"),
+           q(mean("rl_group_zero_std_ratio"), "{{run}} tied", gate=ZERO_STD),
+           unit="percentunit", min=0, max=1, width=W,
+           thresholds=[(None, "red"), (0.2, "yellow"), (0.5, "green")]),
+        ts("Check next: zero-gradient skips and advantages",
+           "Updates skipped for an exactly-zero gradient, and the advantage range.",
+           "no zero-gradient skips; advantages spread around 0.",
+           q(f"increase({sel('rl_optimizer_zero_grad_skips_total')}[{RATE}])", "{{run}} zero-grad skips"),
+           q(sel("rl_advantage", 'stat="max", split=""'), "{{run}} advantage max"),
+           unit="none", decimals=3, width=W),
+    ]),
+    Row("Responses truncated", [
+        guide("many responses hit the length limit.", "the truncated fraction.",
+              "the mean and max response length against the limit.",
+              "raise max_response_length, or penalise length.", "seed 001 section 4"),
+        ts("Symptom: truncated fraction", "Fraction of responses cut at the limit.",
+           "a few percent (this project's heuristic; seed 002's lab setup saw 0.02-0.43).",
+           q(mean("rl_response_truncated_ratio", 'subset=""')), unit="percentunit", min=0, max=1,
+           width=W, thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+        ts("Check first: response length", "Mean and max response length.",
+           "the max below the limit most steps.",
+           q(sel("rl_response_length_tokens", 'subset="", split="", stat=~"|max"'), "{{run}} {{stat}}"),
+           unit="short", min=0, width=W),
+        ts("Check next: score", "Raw score, to see whether truncation costs reward.",
+           "score unaffected when truncation rises.",
+           q(mean("rl_score")), unit="none", decimals=3, width=W),
+    ]),
+    Row("Run stalled", [
+        guide("the step stops advancing.", "the age of the last step.",
+              "whether the exporter still receives frames (exporter health).",
+              "look at the trainer's logs: a hang in rollout or a collective.", "rl-exporter runbook"),
+        ts("Symptom: seconds since the step advanced", "time() minus the step's timestamp.",
+           "below a few step durations (this project's heuristic: 10 minutes is a stall).",
+           q(f"time() - {sel('rl_training_step_timestamp_seconds')}"), unit="s", min=0, width=W,
+           thresholds=[(None, "green"), (300, "yellow"), (600, "red")]),
+        ts("Check first: training step", "The latest training step.", "rising.",
+           q(mean("rl_training_step")), unit="short", min=0, width=W),
+        ts("Check next: frames reaching the exporter", "Frames received per second.",
+           "above 0 while the trainer logs.",
+           q(f"rate({sel('rl_exporter_frames_received_total')}[{RATE}])"), unit="short", min=0,
+           width=W),
+    ]),
+]
+
+DASHBOARD = Dashboard(
+    uid="rl-diagnosis", title="RL diagnosis",
+    description="One row per symptom of the seeds' troubleshooting tables: the symptom, what to "
+                "check first and what to check next, side by side.",
+    rows=ROWS, tags=["rl-exporter", "rl"])

@@ -1,0 +1,79 @@
+"""Exporter health: is rl-exporter itself receiving, processing and exposing frames?"""
+from __future__ import annotations
+
+from .common import ERRORS, QUEUE_DROPS, RATE, hist_heatmap, q, qi, sel, stat, ts
+from .model import Dashboard, Row
+
+ROWS = [
+    Row("Targets and frames", [
+        stat("Targets up", "Scrape targets of the selected jobs that answered the last scrape.",
+             "equal to the number of exporters you run.",
+             qi('sum(up{job=~"$job", namespace=~"$namespace"})', "up"), unit="short", min=0, width=6),
+        stat("Seconds since the last frame", "time() minus the newest processed frame, worst run "
+             "(for a sidecar this is its source lag: how far the files it reads are behind).",
+             "below the trainer's logging interval (this project's heuristic: above 10 minutes is a stall).",
+             qi(f"max(time() - {sel('rl_exporter_last_frame_timestamp_seconds')})", "age"),
+             unit="s", min=0, width=6, thresholds=[(None, "green"), (300, "yellow"), (600, "red")]),
+        stat("Frames waiting", "Frames queued for the worker now (sum over runs).",
+             "0 or a few; a persistently full queue drops frames.",
+             qi(f"sum({sel('rl_exporter_queue_frames')})", "queued"), unit="short", min=0, width=6,
+             thresholds=[(None, "green"), (100, "yellow")]),
+        stat("Dropped frames (1h)", "Frames dropped in the last hour, all reasons.", "0.",
+             qi(f"sum(increase({sel('rl_exporter_frames_dropped_total')}[1h])) or vector(0)",
+                "dropped"), unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
+        ts("Frames received and processed", "Frames handed to log() and turned into series, per second.",
+           "the two lines coincide and match the trainer's logging rate.",
+           q(f"rate({sel('rl_exporter_frames_received_total')}[{RATE}])", "{{run}} received"),
+           q(f"rate({sel('rl_exporter_frames_processed_total')}[{RATE}])", "{{run}} processed"),
+           unit="short", min=0, width=12),
+        ts("Dropped frames by reason", "Frames dropped per second: queue_full, closed, not_a_mapping.",
+           "0.",
+           q(f"rate({sel('rl_exporter_frames_dropped_total')}[{RATE}]) > 0", "{{run}} {{reason}}",
+             gate=QUEUE_DROPS),
+           unit="short", min=0, width=12, thresholds=[(None, "green"), (0.001, "red")]),
+    ]),
+    Row("Values and keys", [
+        ts("Non-finite values by metric", "NaN/Inf values received per interval, by metric.",
+           "0; a non-finite loss or gradient norm is a crash in progress.",
+           q(f"increase({sel('rl_exporter_nonfinite_values_total')}[{RATE}])", "{{run}} {{metric}}"),
+           unit="short", min=0, thresholds=[(None, "green"), (1, "red")]),
+        ts("Rejected values by reason", "Values not exported: type, string, overflow, "
+           "negative_counter, unknown_state, series_limit.",
+           "0 after the first steps; series_limit means a label exploded.",
+           q(f"increase({sel('rl_exporter_values_rejected_total')}[{RATE}])", "{{run}} {{reason}}"),
+           unit="short", min=0),
+        ts("Unknown and fallback keys", "Values of keys no vocabulary knows (exported under "
+           "rl_unmapped_value), fallback keys dropped at the cap, keys ignored on purpose, and "
+           "the number of distinct fallback series.",
+           "few unknown keys (map them in the catalog); 0 dropped at the cap.",
+           q(f"increase({sel('rl_exporter_unknown_keys_total')}[{RATE}])", "{{run}} unknown"),
+           q(f"increase({sel('rl_exporter_fallback_keys_dropped_total')}[{RATE}])", "{{run}} dropped at cap"),
+           q(f"increase({sel('rl_exporter_ignored_keys_total')}[{RATE}])", "{{run}} ignored"),
+           # 0, not "no data", for a run whose keys all map (the healthy case)
+           q(f"count by (run) ({sel('rl_unmapped_value')}) or 0 * count by (run) ({sel('rl_run_info')})",
+             "{{run}} fallback series"),
+           unit="short", min=0),
+    ]),
+    Row("Worker", [
+        hist_heatmap("Frame processing time", "Worker time per frame (resolve keys, write the store).",
+                     "well under a millisecond (the hot path only copies and enqueues).",
+                     "rl_exporter_frame_processing_seconds_bucket", width=12),
+        ts("Frame processing p50 / p99", "Quantiles of the worker time per frame.",
+           "p99 under 10 ms (this project's heuristic).",
+           q("histogram_quantile(0.5, sum by (run, le) (rate("
+             + sel("rl_exporter_frame_processing_seconds_bucket") + f"[{RATE}])))", "{{run}} p50"),
+           q("histogram_quantile(0.99, sum by (run, le) (rate("
+             + sel("rl_exporter_frame_processing_seconds_bucket") + f"[{RATE}])))", "{{run}} p99"),
+           unit="s", min=0, width=6, thresholds=[(None, "green"), (0.01, "yellow")]),
+        ts("Internal errors", "Internal exporter errors by kind (each is logged once).", "0.",
+           q(f"increase({sel('rl_exporter_errors_total')}[{RATE}])", "{{run}} {{kind}}", gate=ERRORS),
+           unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
+    ]),
+]
+
+DASHBOARD = Dashboard(
+    uid="rl-exporter-health", title="rl-exporter health",
+    description="Frames, drops, non-finite values, unknown/fallback keys, queue and worker time "
+                "of the exporter itself (and a sidecar's source lag as the last-frame age).",
+    rows=ROWS, tags=["rl-exporter", "exporter"])
+

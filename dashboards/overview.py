@@ -1,0 +1,341 @@
+"""RL run overview: the seeds' order of attention (seed 001 sections 1-12, seed 004
+section 11.3): firing alerts, validation, reward/score, policy health, critic, lengths,
+GRPO groups, optimizer outcome, timing, throughput, MFU, GPU summary."""
+from __future__ import annotations
+
+from . import names as n
+from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, EVAL_LOSS, FLOPS, GPU, RATE,
+                     REFERENCE_KL, RUN_THROUGHPUT, SKIP_REASON, TIMER, TOTAL_LOSS, ZERO_STD,
+                     bars, hist_heatmap, mean, q, qi, sel, stat, table, timeline, ts)
+from .model import Dashboard, Row
+
+RATIO = dict(unit="percentunit", min=0, max=1)
+
+OUTCOME_CODES = [("accumulating", 1, "blue"), ("applied", 2, "green"), ("skipped", 3, "orange"),
+                 ("discarded", 4, "red")]
+SKIP_CODES = [("nonfinite_loss", 1, "red"), ("nonfinite_gradient", 2, "dark-red")]
+
+
+def state_code(metric: str, codes) -> str:
+    """One numeric series per run from a state metric (one 0/1 series per state)."""
+    parts = [sel(metric, 'state="%s"' % s) + f" * {code}" for s, code, _ in codes]
+    return "max by (run) (" + " or ".join(parts) + ")"
+
+
+def state_mappings(codes) -> list[dict]:
+    return [{"type": "value", "options": {str(code): {"text": s, "color": color, "index": i}}}
+            for i, (s, code, color) in enumerate(codes)]
+
+
+ALERT_TABLE_TRANSFORMS = [
+    {"id": "organize", "options": {
+        "excludeByName": {"Time": True, "Value": True, "__name__": True, "alertstate": True},
+        "indexByName": {"severity": 0, "alertname": 1, "run": 2},
+        "renameByName": {}}},
+]
+
+ROWS = [
+    Row("Firing alerts", [
+        table("Firing alerts for the selected runs",
+              "Every alert from the rl-exporter rules that is firing now for the selected runs, "
+              "most severe first. Each alert's runbook names the panel to open next.",
+              "empty. A critical alert is a symptom (reward collapsed, run stalled, NaN loss); a "
+              "warning is a cause to check (entropy collapse, clip fraction high).",
+              qi('ALERTS{alertstate="firing", run=~"$run"}', "{{alertname}}", format="table",
+                 gate=ALERTS),
+              width=16, height=6, transformations=ALERT_TABLE_TRANSFORMS, sort_by="severity", sort_desc=False),
+        stat("Firing alerts",
+             "Number of alerts firing now for the selected runs.",
+             "0.",
+             qi('count(ALERTS{alertstate="firing", run=~"$run"}) or vector(0)', "firing"),
+             unit="short", min=0, thresholds=[(None, "green"), (1, "red")], width=4, height=6),
+        stat("Last step age",
+             "Seconds since the selected run's training step last advanced (worst run shown).",
+             "below a few step durations; minutes without a step while the exporter is up means "
+             "the trainer hangs (this project's heuristic: 10 min is the stall alert's order of magnitude).",
+             qi(f"max(time() - {sel('rl_training_step_timestamp_seconds')})", "age"),
+             unit="s", min=0, thresholds=[(None, "green"), (300, "yellow"), (600, "red")],
+             width=4, height=6),
+    ]),
+    Row("1. Validation: did the model get better?", [
+        ts("Validation score (core)",
+           "Held-out score per data source, e.g. veRL val-core/<source>/acc/mean@1: the number to "
+           "watch first (seed 001 section 1).",
+           "rises steadily with the step; flat for long or falling means go back through the rows "
+           "below (training process first, then data).",
+           q(sel("rl_validation_score", 'tier="core"'),
+             "{{run}} {{data_source}} {{var}}/{{estimator}}@{{n}}"),
+           unit="none", decimals=3, width=12),
+        ts("Validation score (aux) and loss",
+           "Auxiliary held-out numbers: val-aux reward/turns and, where the trainer computes one, "
+           "the held-out loss.",
+           "aux reward tracks core accuracy for rule rewards (seed 001 section 1); held-out loss "
+           "falls. Aux rising while core is flat means the reward is being gamed.",
+           q(sel("rl_validation_score", 'tier!="core"'),
+             "{{run}} {{data_source}} {{var}}/{{estimator}}@{{n}}"),
+           q(mean("rl_validation_loss"), "{{run}} held-out loss", gate=EVAL_LOSS),
+           unit="none", decimals=3, width=12),
+    ]),
+    Row("2. Reward and score: is training improving?", [
+        ts("Reward and raw score",
+           "Mean training reward (after KL shaping) and raw task score per step (seed 004 "
+           "section 11.3 panel 1).",
+           "rises with the step (critic/score/mean up, seed 004 section 11.1); a sharp drop is the "
+           "reward-collapse symptom: check entropy and clip fraction next (seed 001 section 12).",
+           q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),
+           unit="none", decimals=3),
+        ts("Reward range (min/max)",
+           "Best and worst sequence reward in the batch.",
+           "max reaches the top score early (seed 004 section 11.4: score/max 1.0 means some "
+           "samples succeed); max stuck at the floor means no sample ever succeeds.",
+           q(sel("rl_reward", 'stat=~"min|max", split=""'), "{{run}} {{stat}}"),
+           unit="none", decimals=3),
+        ts("Advantages and returns",
+           "Mean advantage (GAE or group-normalised) with its min/max, and mean return.",
+           "advantage mean near 0 with a symmetric min/max for group-normalised estimators; "
+           "min = max = 0 means every group tied and nothing is learned.",
+           q(sel("rl_advantage", 'split=""'), "{{run}} advantage {{stat}}"),
+           q(mean("rl_return"), "{{run}} return"),
+           unit="none", decimals=3),
+    ]),
+    Row("3. Policy health: loss, gradient, entropy, KL, clipping, LR", [
+        ts("Policy loss",
+           "The policy-gradient (clipped surrogate) loss and, where logged, the total optimised loss.",
+           "pg_loss noisy around 0, roughly -0.01..0.01 (seed 004 section 12, heuristic); it need "
+           "not fall monotonically (seed 001 section 2.1) but a sustained climb is a problem.",
+           q(mean("rl_policy_loss"), "{{run}} policy"),
+           q(mean("rl_loss"), "{{run}} total", gate=TOTAL_LOSS),
+           unit="none", decimals=4),
+        ts("Gradient norm",
+           "Policy gradient L2 norm before clipping.",
+           "fluctuates inside a steady band; a jump to more than 10x its usual level is "
+           "an explosion (seed 001 section 2.2); sitting exactly at grad_clip means the LR is too "
+           "high (seed 004 section 11.2). 0 means no gradient.",
+           q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True),
+        ts("Entropy",
+           "Mean token entropy of the policy, and the entropy loss term where logged.",
+           "high early, slowly decaying (seed 001 section 2.3). A fall within a few steps is policy "
+           "collapse; never falling means nothing is learned. Entropy loss 0.1-0.5 and slowly "
+           "falling (seed 004 section 12, heuristic).",
+           q(mean("rl_entropy"), "{{run}} entropy"),
+           q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
+           unit="none", decimals=3, min=0),
+        ts("Policy KL (old vs new)",
+           "Approximate KL between the sampling policy and the updated policy inside the PPO ratio "
+           "(veRL actor/ppo_kl).",
+           "0.001-0.01 and stable or falling (seed 004 sections 11.1 and 12, heuristic); above "
+           "0.05 is too large (seed 004 section 11.4): lower the LR. Thresholds: yellow 0.01, red 0.05.",
+           q(mean("rl_policy_kl")), unit="none", decimals=4, min=0,
+           thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
+        ts("KL to reference",
+           "KL of the policy to the frozen reference: the KL loss term and the measured KL.",
+           "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, seed 001 section 2.4) means the "
+           "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (seed 001, heuristic).",
+           q(mean("rl_kl_loss"), "{{run}} kl loss"),
+           q(mean("rl_reference_kl"), "{{run}} kl", gate=REFERENCE_KL),
+           unit="none", decimals=4, min=0,
+           thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")]),
+        ts("Clip fraction",
+           "Fraction of tokens where the PPO ratio clip bound the update: either bound, and per "
+           "bound where the framework splits it (veRL pg_clipfrac_lower is the dual clip).",
+           "0.05-0.30 (seed 004 section 12, heuristic; seed 001 section 2.5 says 0.1-0.3). Above "
+           "0.3 for long: steps too large, lower the LR. Near 0 for long: converged or LR too "
+           "small. Exactly 0 is expected with one mini-batch per step.",
+           q(mean("rl_policy_clip_ratio", 'bound=""'), "{{run}} clip"),
+           q(mean("rl_policy_clip_ratio", 'bound!=""'), "{{run}} {{bound}}"),
+           unit="percentunit", min=0, max=1,
+           thresholds=[(None, "yellow"), (0.05, "green"), (0.3, "red")]),
+        ts("Learning rate",
+           "Policy learning rate in use, per parameter group where logged.",
+           "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
+           "flat when it should move, or suddenly 0, is a configuration bug.",
+           q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
+           unit="sci", min=0, width=8),
+        ts("KL coefficient",
+           "The KL coefficient (beta) in use.",
+           "constant unless an adaptive KL controller is configured.",
+           q(mean("rl_kl_coefficient")), unit="sci", min=0, width=8),
+        ts("Importance ratio deviation",
+           "Mean importance ratio pi/pi_old and mean |ratio - 1| over valid tokens.",
+           "ratio near 1; |ratio - 1| small. Both are exactly 1 / 0 with one mini-batch per step.",
+           q(mean("rl_importance_ratio"), "{{run}} ratio",
+             gate="the framework logs the importance ratio (posttrain, AReaL)"),
+           q(mean("rl_importance_ratio_abs_deviation"), "{{run}} |ratio-1|",
+             gate="the framework logs the importance ratio (posttrain, AReaL)"),
+           unit="none", decimals=4, width=8),
+    ]),
+    Row("4. Critic (PPO; empty for GRPO)", [
+        ts("Value loss",
+           "Critic (value function) loss.",
+           "below 1.0 and falling (seed 004 section 12, heuristic). Rewards rising while the value "
+           "loss does not fall: the critic lags the actor, raise its LR (seed 001 section 3).",
+           q(mean("rl_value_loss")), unit="none", decimals=3, gate=CRITIC,
+           thresholds=[(None, "green"), (1, "yellow")]),
+        ts("Explained variance",
+           "1 - Var(returns - values)/Var(returns).",
+           "above 0.7 and rising (seed 004 sections 11.1 and 12, heuristic); below 0.3 the critic "
+           "learns too little; below 0 it is worse than a constant (seed 004 section 11.4).",
+           q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
+           thresholds=[(None, "red"), (0, "orange"), (0.3, "yellow"), (0.7, "green")]),
+        ts("Value prediction vs return",
+           "Mean critic value prediction beside the mean return (seed 004 section 11.3 panel 3).",
+           "the two curves track each other; a wide, persistent gap means the critic is not "
+           "learning (seed 004 section 11.4, example 3).",
+           q(mean("rl_value"), "{{run}} value"), q(mean("rl_return"), "{{run}} return"),
+           unit="none", decimals=3, gate=CRITIC),
+    ]),
+    Row("5. Lengths and truncation", [
+        ts("Response length",
+           "Generated response length: mean, and min/max over the batch.",
+           "stable or slowly changing. Falling length while reward rises can be reward hacking "
+           "(seed 001 section 4); max pinned at the limit means truncation (next panel).",
+           q(sel("rl_response_length_tokens", 'subset="", split=""'), "{{run}} {{stat}}"),
+           unit="short", min=0),
+        ts("Truncation and aborts",
+           "Fraction of responses cut at the length limit, prompts cut at the prompt limit, and "
+           "aborted samples.",
+           "a few percent at most (this project's heuristic; seed 002's lab setup saw 0.02-0.43). High response "
+           "truncation: raise max_response_length; high prompt truncation: check the data; high "
+           "aborts: check sampling parameters (seed 001 section 4).",
+           q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} response truncated"),
+           q(mean("rl_prompt_truncated_ratio"), "{{run}} prompt truncated"),
+           q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
+           unit="percentunit", min=0, max=1,
+           thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+        ts("Prompt length",
+           "Prompt length: mean and min/max over the batch.",
+           "stable; it is data, so it changes only when the data mix changes.",
+           q(sel("rl_prompt_length_tokens", 'split=""'), "{{run}} {{stat}}"),
+           unit="short", min=0),
+    ]),
+    Row("6. GRPO group informativeness", [
+        ts("Groups by outcome",
+           "Prompt groups scored this step, stacked by outcome: informative (rewards differ), "
+           "all_zero and all_one (every answer tied, zero advantage).",
+           "mostly informative. All groups tied means no learning signal at all.",
+           q(sel("rl_groups", 'outcome=~"informative|all_zero|all_one"'), "{{run}} {{outcome}}"),
+           unit="short", min=0, stack=True),
+        ts("Informative group fraction",
+           "Share of groups whose rewards differ, and the tied-group fraction where the framework "
+           "logs it.",
+           "well above 0 (this project's heuristic: below 0.2 warns); 0 with grad norm 0 is the "
+           "no-signal failure: the task is too easy or too hard for the sampler.",
+           q(sel("rl_groups", 'outcome="informative"') + " / ignoring(outcome) "
+             + sel("rl_groups", 'outcome="total"'), "{{run}} informative"),
+           q(mean("rl_group_zero_std_ratio"), "{{run}} tied (zero std)", gate=ZERO_STD),
+           unit="percentunit", min=0, max=1,
+           thresholds=[(None, "red"), (0.2, "yellow"), (0.5, "green")]),
+    ]),
+    Row("7. Optimizer outcome", [
+        timeline("Update outcome",
+                 "What each update attempt did: accumulating, applied, skipped or discarded.",
+                 "applied (green) every step; skipped (orange) means a non-finite loss or gradient "
+                 "was rejected, see the skip reason.",
+                 q(state_code("rl_optimizer_update_outcome", OUTCOME_CODES)),
+                 unit="none", mappings=state_mappings(OUTCOME_CODES), width=8,
+                 thresholds=[(None, "green")]),
+        timeline("Skip reason",
+                 "Why the last attempt was skipped.",
+                 "empty: a healthy run never skips.",
+                 q(state_code("rl_optimizer_skip_reason", SKIP_CODES), gate=SKIP_REASON),
+                 unit="none", mappings=state_mappings(SKIP_CODES), width=8,
+                 thresholds=[(None, "red")]),
+        ts("Skipped updates",
+           "Updates rejected for a non-finite loss or gradient (per interval and in a row), and "
+           "updates skipped for an exactly-zero gradient.",
+           "0 non-finite skips. Zero-gradient skips happen in GRPO when every group ties; "
+           "a run of them is the no-signal failure.",
+           q(f"increase({sel('rl_optimizer_nonfinite_skips_total')}[{RATE}])", "{{run}} non-finite"),
+           q(f"increase({sel('rl_optimizer_zero_grad_skips_total')}[{RATE}])", "{{run}} zero grad"),
+           q(mean("rl_optimizer_consecutive_nonfinite_skips"), "{{run}} non-finite in a row"),
+           unit="short", min=0, width=8, thresholds=[(None, "green"), (1, "red")]),
+    ]),
+    Row("8. Timing: where does the step go?", [
+        ts("Step time by phase (stacked)",
+           "Seconds per phase of the last step, stacked (veRL timing_s/*): the stack's height is "
+           "the step. Select one run to read the stack.",
+           "generation is usually the largest share (seed 001 section 9); if gen exceeds half the "
+           "step it is the bottleneck, update_actor above 0.4 of it likewise (seed 004 section 11.2).",
+           q(sel("rl_phase_duration_seconds"), "{{run}} {{phase}}"),
+           unit="s", min=0, stack=True, width=12),
+        ts("Step duration",
+           "Wall time of a whole training step.",
+           "steady; lower is better (seed 004 section 11.1). Above 120 s per step for a 7B model "
+           "is slow (seed 004 section 11.2, heuristic).",
+           q(mean("rl_step_duration_seconds")), unit="s", min=0, width=6),
+        hist_heatmap("Phase duration distribution",
+                     "Distribution of phase durations measured by timer() (one observation per "
+                     "phase per step), over all selected phases.",
+                     "a tight band per phase; a long upper tail is rollout stragglers.",
+                     "rl_phase_timing_seconds_bucket", query_gate=TIMER, width=6),
+    ]),
+    Row("9. Throughput", [
+        ts("Tokens/s per GPU",
+           "Tokens processed per second per GPU (veRL perf/throughput): the core efficiency number "
+           "(seed 001 section 10).",
+           "higher is better and steady; below 50 tokens/s/GPU for a 7B model is slow (seed 004 "
+           "section 11.2, heuristic).",
+           q(mean("rl_gpu_throughput_tokens_per_second")), unit="short", min=0),
+        ts("Steps per minute and tokens per step",
+           "Training steps completed per minute (from the step gauge), and tokens processed per step.",
+           "steady; a drop to 0 steps/min is a stall.",
+           q(f"deriv({sel('rl_training_step')}[5m]) * 60", "{{run}} steps/min"),
+           q(mean("rl_step_tokens"), "{{run}} tokens/step"),
+           unit="short", min=0),
+        ts("Run throughput",
+           "Whole-run tokens per second, as logged or from the trainer's token counter.",
+           "steady; compare runs with it rather than with phase times.",
+           q(mean("rl_throughput_tokens_per_second"), "{{run}} logged", gate=RUN_THROUGHPUT),
+           q(f"rate({sel('rl_tokens_total')}[{RATE}])", "{{run}} counter", gate=RUN_THROUGHPUT),
+           unit="short", min=0),
+    ]),
+    Row("10. MFU", [
+        ts("MFU: train vs rollout",
+           "Model FLOPs utilisation per role and phase: train (update) and inference (rollout), "
+           "as the framework reports it or as the exporter computes it.",
+           "train MFU above 0.3 (seed 004 section 11.1, heuristic); 0.5-0.6 is typical and below "
+           "0.3 means GPUs wait on communication, data or imbalance (seed 001 section 10). Rollout "
+           "MFU is normally lower (decode is memory-bound).",
+           q(sel("rl_mfu_ratio"), "{{run}} {{role}} {{phase}} ({{source}})"),
+           unit="percentunit", min=0, max=1, width=12,
+           thresholds=[(None, "red"), (0.3, "green")]),
+        ts("Achieved FLOP/s",
+           "Achieved model FLOP/s per phase.",
+           "steady; it is MFU's numerator.",
+           q(mean("rl_achieved_flops_per_second"), "{{run}} {{phase}}", gate=FLOPS),
+           unit="flops", min=0, width=12),
+    ]),
+    Row("11. GPU summary", [
+        ts("GPU utilization (mean over GPUs)",
+           "Mean NVML utilization over the run's GPUs.",
+           "high during generation and update; dips at phase boundaries (weight sync, reward). "
+           "Long dips are GPUs idle in the rollout tail.",
+           q(f"avg by (run) ({sel(n.GPU_UTILIZATION)})"),
+           unit="percentunit", min=0, max=1, gate=GPU,
+           thresholds=[(None, "red"), (0.3, "yellow"), (0.6, "green")]),
+        ts("GPU memory",
+           "Peak torch memory per step (allocated/reserved) as the trainer reports it.",
+           "below the card's memory with headroom; peak close to the total precedes OOM (seed 004 "
+           "section 11.2, problem 3).",
+           q(sel("rl_gpu_memory_peak_bytes", 'stat=""'), "{{run}} peak {{kind}} {{role}}"),
+           unit="bytes", min=0),
+        ts("GPU power",
+           "Total power draw over the run's GPUs.",
+           "steady near the power limit under load; a drop with steady step time means GPUs wait.",
+           q(f"sum by (run) ({sel(n.GPU_POWER)})"), unit="watt", min=0, gate=GPU),
+        bars("GPU memory used (share of limit)",
+             "Per GPU: NVML memory used as a share of its limit.",
+             "below 0.9 (this project's heuristic): above it a longer batch can OOM.",
+             qi(f"{sel(n.GPU_MEMORY_USAGE)} / {sel(n.GPU_MEMORY_LIMIT)}",
+                "{{run}} gpu{{gpu}}"),
+             unit="percentunit", min=0, max=1, gate=GPU, width=24, height=6,
+             thresholds=[(None, "green"), (0.8, "yellow"), (0.9, "red")]),
+    ]),
+]
+
+DASHBOARD = Dashboard(
+    uid="rl-overview", title="RL run overview",
+    description="One RL run (or a few) in the order of attention of seed 001 and seed 004 "
+                "section 11.3: alerts, validation, reward, policy health, critic, lengths, "
+                "groups, optimizer, timing, throughput, MFU, GPUs.",
+    rows=ROWS, tags=["rl-exporter", "rl"])

@@ -1,0 +1,236 @@
+"""Per-sample distributions: `exporter.observe("response_length", lengths)`.
+
+Values (a torch tensor on any device, a numpy array, a list/tuple, or one number)
+become observations of a catalog HISTOGRAM metric, served by OTel (Prometheus
+`_bucket/_sum/_count`, OTLP), so Grafana can draw heatmaps and PromQL can take
+`histogram_quantile` over time. Buckets are the metric's, from the catalog.
+
+No Python per-element work: bucket counts are computed on the tensor's device
+(torch.bucketize + one scatter/bincount, numpy.searchsorted + bincount), packed
+with sum/min/max into one float64 vector and moved to the host in ONE transfer.
+On CUDA the kernels are only enqueued on the caller's stream and the copy goes to
+pinned memory with non_blocking=True; a background thread polls the copy's event
+and merges the counts, so the caller never synchronizes. The counts are merged
+into the OTel SDK's explicit-bucket aggregation directly (one merge per call, not
+one record() per value); `observe` never raises.
+
+Names: a catalog histogram (`rl_sample_reward`) or a short alias (`reward`).
+Unknown names, undeclared labels and unusable values are counted in
+rl_exporter_values_rejected_total{reason=unknown_histogram|label|type} and logged
+once; NaN/Inf values are left out of the buckets and counted in
+rl_exporter_nonfinite_values_total{metric}.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import sys
+import threading
+
+from .catalog import HISTOGRAM, sanitize_label_value
+from .timers import _CREATE_LOCK, _error, resolver_of
+
+log = logging.getLogger("rl_exporter")
+
+ALIASES = {
+    "response_length": "rl_sample_response_length_tokens",
+    "response_lengths": "rl_sample_response_length_tokens",
+    "response_length_tokens": "rl_sample_response_length_tokens",
+    "reward": "rl_sample_reward",
+    "rewards": "rl_sample_reward",
+    "advantage": "rl_sample_advantage",
+    "advantages": "rl_sample_advantage",
+    "logprob_gap": "rl_token_logprob_gap",
+    "logprob_gaps": "rl_token_logprob_gap",
+    "token_logprob_gap": "rl_token_logprob_gap",
+}
+
+
+class Distributions:
+    def __init__(self, exporter, resolver=None):
+        self.exporter = exporter
+        self.catalog = exporter.catalog
+        self.resolver = resolver
+        self._bounds: dict = {}     # (metric, device) -> bounds tensor
+        self._logged: set = set()
+        self._lock = threading.Lock()
+        self.merged = 0             # observe() calls merged into OTel
+
+    # ------------------------------------------------------------ caller thread
+    def observe(self, name, values, labels=None) -> None:
+        try:
+            metric = self._metric(name)
+            if metric is None:
+                return
+            attrs = self._attrs(metric, labels)
+            if attrs is None:
+                return
+            torch = sys.modules.get("torch")
+            if torch is not None and isinstance(values, torch.Tensor):
+                self._observe_tensor(torch, metric, attrs, values)
+            else:
+                self._observe_host(metric, attrs, values)
+        except Exception as e:  # never into the training loop
+            _error(self.exporter, "observe", e)
+
+    def _reject(self, reason: str, message: str) -> None:
+        self.exporter.store.rejected[reason] += 1
+        if reason not in self._logged:
+            self._logged.add(reason)
+            log.warning("rl-exporter: %s (counted in rl_exporter_values_rejected_total"
+                        "{reason=%r}; logged once)", message, reason)
+
+    def _metric(self, name):
+        full = ALIASES.get(name, name) if isinstance(name, str) else None
+        m = self.catalog.metrics.get(full) if full is not None else None
+        if m is None or m.kind != HISTOGRAM or full in _INTERNAL:
+            self._reject("unknown_histogram",
+                         f"observe({name!r}): not a distribution metric; known: "
+                         + ", ".join(sorted(set(ALIASES) | set(ALIASES.values()))))
+            return None
+        return m
+
+    def _attrs(self, metric, labels):
+        attrs = {"run": self.exporter.run}
+        if labels:
+            for k, v in dict(labels).items():
+                if k not in metric.labels:
+                    self._reject("label", f"observe({metric.name}): label {k!r} is not declared "
+                                 f"(declared: {', '.join(metric.labels) or 'none'})")
+                    return None
+                attrs[k] = sanitize_label_value(v)
+        return attrs
+
+    def _observe_host(self, metric, attrs, values) -> None:
+        import numpy as np
+        if isinstance(values, (str, bytes)) or values is None:
+            self._reject("type", f"observe({metric.name}): got a {type(values).__name__}")
+            return
+        try:
+            if isinstance(values, numbers.Real):
+                v = np.asarray([float(values)], dtype=np.float64)
+            else:
+                v = np.asarray(values, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            self._reject("type", f"observe({metric.name}): values of type "
+                         f"{type(values).__name__} are not numbers")
+            return
+        if v.size == 0:
+            return
+        bounds = np.asarray(metric.buckets, dtype=np.float64)
+        finite = np.isfinite(v)
+        nonfinite = int(v.size - np.count_nonzero(finite))
+        if nonfinite:
+            v = v[finite]
+        if v.size:
+            idx = np.searchsorted(bounds, v, side="left")  # bounds[i-1] < v <= bounds[i]: `le`
+            counts = np.bincount(idx, minlength=len(bounds) + 1).tolist()
+            self._merge(metric, attrs, counts, float(v.sum()), float(v.min()), float(v.max()),
+                        nonfinite)
+        else:
+            self._merge(metric, attrs, None, 0.0, math.inf, -math.inf, nonfinite)
+
+    def _observe_tensor(self, torch, metric, attrs, values) -> None:
+        if values.numel() == 0:
+            return
+        nb = len(metric.buckets)
+        with torch.no_grad():
+            v = values.detach().reshape(-1).to(torch.float64)
+            dev = v.device
+            bounds = self._bounds.get((metric.name, dev))
+            if bounds is None:
+                bounds = torch.tensor(metric.buckets, dtype=torch.float64, device=dev)
+                self._bounds[(metric.name, dev)] = bounds
+            finite = torch.isfinite(v)
+            idx = torch.bucketize(v, bounds)  # right=False: bounds[i-1] < v <= bounds[i]
+            idx = torch.where(finite, idx, torch.full_like(idx, nb + 1))  # bin nb+1: NaN/Inf
+            if dev.type == "cpu":
+                counts = torch.bincount(idx, minlength=nb + 2).to(torch.float64)
+            else:  # bincount sizes its output from max() on CUDA: a sync. scatter_add does not.
+                counts = torch.zeros(nb + 2, dtype=torch.float64, device=dev)
+                counts.scatter_add_(0, idx, torch.ones((), dtype=torch.float64, device=dev)
+                                    .expand_as(idx))
+            zero = torch.zeros((), dtype=torch.float64, device=dev)
+            inf = torch.full((), math.inf, dtype=torch.float64, device=dev)
+            stats = torch.stack([torch.where(finite, v, zero).sum(),
+                                 torch.where(finite, v, inf).amin(),
+                                 torch.where(finite, v, -inf).amax()])
+            packed = torch.cat([counts, stats])
+            if dev.type == "cpu":
+                self._merge_packed(metric, attrs, packed.tolist(), nb)
+                return
+            host = torch.empty(packed.shape, dtype=torch.float64, pin_memory=True)
+            host.copy_(packed, non_blocking=True)  # the one device->host transfer
+            event = torch.cuda.Event()
+            event.record()
+        resolver = self.resolver or resolver_of(self.exporter)
+        resolver.submit(event.query, lambda: self._merge_packed(metric, attrs, host.tolist(), nb),
+                        on_timeout=lambda: self._reject("device_timeout",
+                                                        f"observe({metric.name}): device copy "
+                                                        "did not complete"))
+
+    # ------------------------------------------------------------ merge (any thread)
+    def _merge_packed(self, metric, attrs, packed, nb) -> None:
+        counts = [int(c) for c in packed[:nb + 1]]
+        nonfinite = int(packed[nb + 1])
+        total, vmin, vmax = packed[nb + 2], packed[nb + 3], packed[nb + 4]
+        self._merge(metric, attrs, counts if any(counts) else None, total, vmin, vmax, nonfinite)
+
+    def _merge(self, metric, attrs, counts, total, vmin, vmax, nonfinite) -> None:
+        if nonfinite:
+            self.exporter.store.nonfinite[metric.name] += nonfinite
+        if counts is None:
+            return
+        inst = self.exporter.telemetry.histogram(metric.name)
+        merge_histogram(inst, attrs, counts, total, vmin, vmax)
+        self.merged += 1
+
+
+_INTERNAL = frozenset({"rl_exporter_frame_processing_seconds", "rl_phase_timing_seconds"})
+
+
+def merge_histogram(instrument, attrs: dict, counts, total: float, vmin: float, vmax: float) -> None:
+    """Add pre-computed explicit-bucket counts to an OTel SDK histogram, in every
+    reader, as if each value had been record()ed. Uses the SDK's aggregation
+    objects with the SDK's own locking (view match lock, then aggregation lock);
+    the bucket bounds must be the view's (the catalog's)."""
+    try:
+        from opentelemetry.sdk.metrics._internal._view_instrument_match import _hash_attributes
+    except ImportError:  # older SDKs keyed aggregations by frozenset
+        def _hash_attributes(a):
+            return frozenset(a.items())
+    consumer = instrument._measurement_consumer
+    for storage in list(consumer._reader_storages.values()):
+        for match in storage._get_or_init_view_instrument_match(instrument):
+            attributes = dict(attrs)
+            keys = match._view._attribute_keys
+            if keys is not None:
+                attributes = {k: v for k, v in attributes.items() if k in keys}
+            with match._lock:
+                agg = match._get_or_create_aggregation(_hash_attributes(attributes), attributes)
+                bounds = getattr(agg, "_boundaries", None)
+                if bounds is None or len(bounds) + 1 != len(counts):
+                    raise TypeError(f"{instrument.name}: the reader's aggregation is "
+                                    f"{type(agg).__name__}, not the catalog's explicit buckets")
+                with agg._lock:
+                    if agg._value is None:
+                        agg._value = agg._get_empty_bucket_counts()
+                    for i, c in enumerate(counts):
+                        if c:
+                            agg._value[i] += c
+                    agg._sum += total
+                    if agg._record_min_max:
+                        agg._min = min(agg._min, vmin)
+                        agg._max = max(agg._max, vmax)
+
+
+def distributions_of(exporter) -> Distributions:
+    d = exporter.__dict__.get("_rlx_distributions")
+    if d is None:
+        with _CREATE_LOCK:
+            d = exporter.__dict__.get("_rlx_distributions")
+            if d is None:
+                d = Distributions(exporter)
+                exporter.__dict__["_rlx_distributions"] = d
+    return d

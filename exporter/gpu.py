@@ -1,0 +1,558 @@
+"""NVML sampler: per-GPU counters for the run's own GPUs, on a background thread.
+
+    Exporter(run="r", gpu="auto", gpu_interval=5.0)   # default: on when NVML is present
+
+`gpu` is "auto" (on when NVML initialises; one INFO line when there is no driver),
+True/"on" (the same, but a WARNING when it cannot start), "local" (only the
+visible GPU number LOCAL_RANK: one exporter per rank without 8x duplicate GPU
+series), or False/"off".
+
+nvidia-ml-py (`pynvml`) is imported only when the sampler starts. Every NVML
+function in it is a ctypes `CDLL` call, which releases the GIL for the duration
+of the C call, so the training thread runs while the sampler waits on the driver;
+between calls the sampler holds the GIL only for its own few microseconds of
+Python (benchmarks/bench_gpu.py measures both).
+
+Failures are isolated: each query on each GPU is tried on its own and counted in
+rl_exporter_gpu_query_errors_total{gpu,query,error}. A query that answers
+NotSupported is counted once and not asked again on that GPU. A GPU that answers
+GpuIsLost turns hw_gpu_status{state="failed"} to 1 and its gauges to NaN; it is
+probed once per pass so a recovery shows. Other GPUs are unaffected.
+
+Which GPUs: those CUDA would give this process. CUDA_VISIBLE_DEVICES entries are
+NVML indices (see the CUDA_DEVICE_ORDER note in _visible) or UUIDs/UUID
+prefixes (GPU-8932f937); parsing stops at the first invalid entry, as CUDA's
+does; MIG instances (MIG-...) are skipped with a log line, because whole-GPU
+counters would charge other tenants' work to this run.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import os
+import threading
+import time
+
+log = logging.getLogger("rl_exporter")
+
+# (label value, pynvml constant, numeric fallback) for clock event (throttle) reasons.
+CLOCK_EVENT_REASONS = (
+    ("gpu_idle", "nvmlClocksEventReasonGpuIdle", 0x1),
+    ("applications_clocks_setting", "nvmlClocksEventReasonApplicationsClocksSetting", 0x2),
+    ("software_power_cap", "nvmlClocksEventReasonSwPowerCap", 0x4),
+    ("hardware_slowdown", "nvmlClocksEventReasonHwSlowdown", 0x8),
+    ("sync_boost", "nvmlClocksEventReasonSyncBoost", 0x10),
+    ("software_thermal_slowdown", "nvmlClocksEventReasonSwThermalSlowdown", 0x20),
+    ("hardware_thermal_slowdown", "nvmlClocksEventReasonHwThermalSlowdown", 0x40),
+    ("hardware_power_brake_slowdown", "nvmlClocksEventReasonHwPowerBrakeSlowdown", 0x80),
+    ("display_clock_setting", "nvmlClocksEventReasonDisplayClockSetting", 0x100),
+)
+
+# Counters read in ONE nvmlDeviceGetFieldValues call: (metric, labels, field constant, scope,
+# scale, wraps). `wraps`: NVML says the value can wrap, so the sampler accumulates deltas.
+UINT_MAX = 0xFFFFFFFF  # scopeId: all NVLink links summed
+FIELDS = (
+    ("hw_gpu_errors_total", (("error_type", "corrected"),), "NVML_FI_DEV_ECC_SBE_VOL_TOTAL", None, 1.0, False),
+    ("hw_gpu_errors_total", (("error_type", "uncorrected"),), "NVML_FI_DEV_ECC_DBE_VOL_TOTAL", None, 1.0, False),
+    ("hw_gpu_errors_total", (("error_type", "pcie_replay"),), "NVML_FI_DEV_PCIE_REPLAY_COUNTER", None, 1.0, False),
+    ("hw_gpu_io_bytes_total", (("direction", "transmit"), ("link", "pcie")),
+     "NVML_FI_DEV_PCIE_COUNT_TX_BYTES", None, 1.0, True),
+    ("hw_gpu_io_bytes_total", (("direction", "receive"), ("link", "pcie")),
+     "NVML_FI_DEV_PCIE_COUNT_RX_BYTES", None, 1.0, True),
+    ("hw_gpu_io_bytes_total", (("direction", "transmit"), ("link", "nvlink")),
+     "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", UINT_MAX, 1024.0, False),  # KiB
+    ("hw_gpu_io_bytes_total", (("direction", "receive"), ("link", "nvlink")),
+     "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX", UINT_MAX, 1024.0, False),
+)
+_FIELD_IDS = {"NVML_FI_DEV_ECC_SBE_VOL_TOTAL": 3, "NVML_FI_DEV_ECC_DBE_VOL_TOTAL": 4,
+              "NVML_FI_DEV_PCIE_REPLAY_COUNTER": 94, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES": 197,
+              "NVML_FI_DEV_PCIE_COUNT_RX_BYTES": 198, "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX": 138,
+              "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX": 139}
+_VALUE_ATTR = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+_ERROR_NAMES = {1: "uninitialized", 2: "invalid_argument", 3: "not_supported", 4: "no_permission",
+                6: "not_found", 9: "driver_not_loaded", 10: "timeout", 12: "library_not_found",
+                13: "function_not_found", 14: "corrupted_inforom", 15: "gpu_is_lost",
+                16: "reset_required", 17: "operating_system", 18: "lib_rm_version_mismatch",
+                20: "memory", 21: "no_data", 27: "not_ready", 28: "gpu_not_found", 999: "unknown"}
+NOT_SUPPORTED, GPU_IS_LOST, LIBRARY_NOT_FOUND = 3, 15, 12
+
+# Read once at start; they stay when a GPU is lost (its per-sample gauges turn NaN).
+_STATIC = frozenset({"hw_gpu_clock_max_hertz", "hw_gpu_temperature_limit_celsius"})
+
+_logged: set[str] = set()
+
+
+def _log_once(key: str, level: int, msg: str, *args) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        log.log(level, msg, *args)
+
+
+def error_name(e: BaseException) -> str:
+    code = getattr(e, "value", None)
+    if isinstance(code, int):
+        return _ERROR_NAMES.get(code, f"nvml_{code}")
+    if isinstance(e, AttributeError):
+        return "function_not_found"  # an older nvidia-ml-py without this function
+    return type(e).__name__.lower()
+
+
+def _text(v) -> str:
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+
+
+class NVMLUnavailable(Exception):
+    """NVML could not start; `reason` is a short snake_case word for logs/tests."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
+# ============================================================ device selection
+class Device:
+    """One NVML device as the sampler sees it; series ids are cached here."""
+
+    def __init__(self, index: int, handle, uuid: str, name: str):
+        self.index, self.handle, self.uuid, self.name = index, handle, uuid, name
+        self.skip: set[str] = set()       # queries answered NotSupported
+        self.fields: list = []            # field specs still asked
+        self.lost = False
+        self.degraded = False
+        self.reasons: list[tuple[int, int]] = []   # (bit, series id) for supported reasons
+        self.sids: dict = {}
+        self.gauge_sids: set[int] = set()
+        self.acc: dict = {}               # wrap-accumulated counters: key -> [last raw, total]
+        self.labels: tuple = ()
+        self.state_labels: tuple = ()
+
+
+def parse_visible(env: str | None, devices: list[Device]) -> tuple[list[Device], list[str]]:
+    """Apply CUDA_VISIBLE_DEVICES to NVML's device list. Returns (visible, notes)."""
+    if env is None:
+        return list(devices), []
+    notes: list[str] = []
+    out: list[Device] = []
+    for raw in env.split(","):
+        e = raw.strip()
+        dev = None
+        if e.startswith("MIG-"):
+            notes.append(f"MIG instance {e} not sampled (whole-GPU counters would include "
+                         "other tenants)")
+            continue
+        if e.lstrip("-").isdigit():
+            i = int(e)
+            if 0 <= i < len(devices):
+                dev = devices[i]
+        elif e.startswith("GPU-"):
+            matches = [d for d in devices if d.uuid.startswith(e)]
+            if len(matches) == 1:
+                dev = matches[0]
+            elif len(matches) > 1:
+                notes.append(f"CUDA_VISIBLE_DEVICES entry {e!r} matches {len(matches)} GPUs")
+        if dev is None:
+            if e:
+                notes.append(f"CUDA_VISIBLE_DEVICES entry {e!r} names no GPU; it and the "
+                             "entries after it are ignored (as CUDA does)")
+            break
+        if dev not in out:
+            out.append(dev)
+    return out, notes
+
+
+# ============================================================ the sampler
+class GPUSampler:
+    """Samples NVML every `interval` seconds into an exporter's store."""
+
+    def __init__(self, store, *, interval: float = 5.0, rank: int | None = None,
+                 mode: str = "all", nvml=None, pids: set[int] | None = None,
+                 env: dict | None = None):
+        self.store = store
+        self.interval = max(0.05, float(interval))
+        self.mode = mode
+        self.rank = rank
+        self.pids = pids if pids is not None else {os.getpid()}
+        self._env = os.environ if env is None else env
+        self._nvml_arg = nvml
+        self.nv = None
+        self.devices: list[Device] = []
+        self.samples = 0
+        self.last_duration = math.nan
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._metrics = store.catalog.metrics
+        self._started = False
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, thread: bool = True) -> "GPUSampler":
+        """Initialise NVML and discover GPUs (raises NVMLUnavailable), then sample on a thread."""
+        nv = self._nvml_arg
+        if nv is None:
+            try:
+                nv = importlib.import_module("pynvml")
+            except ImportError as e:
+                raise NVMLUnavailable("not_installed", f"nvidia-ml-py is not installed ({e}); "
+                                      "pip install 'rl-exporter[gpu]'") from None
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as e:
+            raise NVMLUnavailable(error_name(e), f"NVML did not initialise: {e}") from None
+        self.nv = nv
+        self._started = True
+        try:
+            self.devices = self._discover()
+        except Exception:
+            self._shutdown_nvml()
+            raise
+        self.store.set("rl_exporter_gpu_devices", len(self.devices))
+        self.store.set("rl_exporter_gpu_samples_total", 0)
+        if thread:
+            self._thread = threading.Thread(target=self._run, name="rl-exporter-gpu", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self._shutdown_nvml()
+
+    def _shutdown_nvml(self) -> None:
+        if self._started:
+            self._started = False
+            try:
+                self.nv.nvmlShutdown()
+            except Exception:
+                pass
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                self.sample()
+            except Exception as e:  # a bug here must not kill the thread silently
+                self._count("all", "sample", type(e).__name__.lower())
+                _log_once("gpu-sample-bug", logging.ERROR, "rl-exporter: GPU sampling failed: %r", e)
+            self._stop.wait(max(0.0, self.interval - (time.perf_counter() - t0)))
+
+    @property
+    def models(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+    # ------------------------------------------------------------ discovery
+    def _discover(self) -> list[Device]:
+        nv = self.nv
+        count = nv.nvmlDeviceGetCount()
+        all_devs = []
+        for i in range(count):
+            try:
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+                all_devs.append(Device(i, h, _text(nv.nvmlDeviceGetUUID(h)),
+                                       _text(nv.nvmlDeviceGetName(h))))
+            except nv.NVMLError as e:
+                # Cannot identify it, so cannot label or select it: counted, logged, skipped.
+                self._count(str(i), "discover", error_name(e))
+                _log_once(f"gpu-discover-{i}", logging.WARNING,
+                          "rl-exporter: NVML GPU %d cannot be identified (%s); not sampled", i, e)
+                all_devs.append(None)
+        env = self._env.get("CUDA_VISIBLE_DEVICES")
+        known = [d for d in all_devs if d is not None]
+        if env is not None:
+            # Index entries must address NVML's numbering even when a device failed above.
+            padded = [d if d is not None else Device(i, None, "", "") for i, d in enumerate(all_devs)]
+            visible, notes = parse_visible(env, padded)
+            visible = [d for d in visible if d.handle is not None]
+            for n in notes:
+                _log_once("gpu-cvd-" + n, logging.WARNING, "rl-exporter: %s", n)
+            if (any(p.strip().isdigit() for p in env.split(","))
+                    and self._env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
+                    and len({d.name for d in known}) > 1):
+                _log_once("gpu-order", logging.WARNING,
+                          "rl-exporter: CUDA_VISIBLE_DEVICES uses indices on a host with mixed GPU "
+                          "models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may number GPUs "
+                          "differently from NVML; set CUDA_DEVICE_ORDER=PCI_BUS_ID or use UUIDs")
+        else:
+            visible = known
+        if self.mode == "local":
+            lr = self._env.get("LOCAL_RANK", "")
+            if lr.isdigit() and int(lr) < len(visible):
+                visible = [visible[int(lr)]]
+            else:
+                _log_once("gpu-local", logging.WARNING,
+                          "rl-exporter: gpu='local' but LOCAL_RANK=%r does not name a visible GPU; "
+                          "sampling all %d visible GPUs", lr, len(visible))
+        for d in visible:
+            self._prepare(d)
+        return visible
+
+    def _prepare(self, d: Device) -> None:
+        """Labels, series ids, and the static reads (limits, max clocks, supported reasons)."""
+        nv = self.nv
+        labels = [("gpu", str(d.index)), ("uuid", d.uuid), ("gpu_model", d.name)]
+        if self.rank is not None:
+            labels.append(("rank", str(self.rank)))
+        d.labels = tuple(labels)
+        d.state_labels = tuple(sorted(d.labels))
+        self.store.set_state("hw_gpu_status", "ok", d.state_labels)
+        for spec in FIELDS:
+            fid = getattr(nv, spec[2], _FIELD_IDS[spec[2]])
+            d.fields.append((fid if spec[3] is None else (fid, spec[3]),) + spec)
+
+        def static(query, fn):
+            try:
+                fn()
+            except (nv.NVMLError, AttributeError) as e:
+                self._count(str(d.index), query, error_name(e))
+
+        def max_clocks():
+            for clock, const in (("sm", "NVML_CLOCK_SM"), ("memory", "NVML_CLOCK_MEM")):
+                mhz = nv.nvmlDeviceGetMaxClockInfo(d.handle, getattr(nv, const))
+                self._set(d, "hw_gpu_clock_max_hertz", (("clock", clock),), mhz * 1e6)
+
+        def thresholds():
+            for limit, const in (("slowdown", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),
+                                 ("shutdown", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN")):
+                c = nv.nvmlDeviceGetTemperatureThreshold(d.handle, getattr(nv, const))
+                self._set(d, "hw_gpu_temperature_limit_celsius", (("limit", limit),), c)
+
+        def reasons():
+            fn = getattr(nv, "nvmlDeviceGetSupportedClocksEventReasons", None) or \
+                nv.nvmlDeviceGetSupportedClocksThrottleReasons
+            mask = fn(d.handle)
+            for name, const, bit in CLOCK_EVENT_REASONS:
+                bit = getattr(nv, const, bit)
+                if mask & bit:
+                    d.reasons.append((bit, self._sid(d, "hw_gpu_clock_event_active",
+                                                     (("reason", name),))))
+
+        static("max_clocks", max_clocks)
+        static("temperature_thresholds", thresholds)
+        static("clock_events", reasons)
+
+    # ------------------------------------------------------------ writes
+    def _sid(self, d: Device, metric: str, extra: tuple = ()) -> int | None:
+        key = (metric, extra)
+        sid = d.sids.get(key)
+        if sid is None and key not in d.sids:
+            m = self._metrics[metric]
+            sid = self.store.series_id(m, tuple(sorted(d.labels + extra)))
+            d.sids[key] = sid
+            if sid is not None and m.kind == "gauge" and metric not in _STATIC:
+                d.gauge_sids.add(sid)
+        return sid
+
+    def _set(self, d: Device, metric: str, extra: tuple, value: float) -> None:
+        sid = d.sids.get((metric, extra))
+        if sid is None:
+            sid = self._sid(d, metric, extra)
+            if sid is None:
+                return
+        self.store.values[sid] = float(value)
+
+    def _count(self, gpu: str, query: str, error: str) -> None:
+        self.store.inc("rl_exporter_gpu_query_errors_total",
+                       {"gpu": gpu, "query": query, "error": error})
+
+    # ------------------------------------------------------------ sampling
+    def sample(self) -> None:
+        """One pass over every GPU (the thread calls this; tests and benchmarks may too)."""
+        t0 = time.perf_counter()
+        for d in self.devices:
+            if d.lost:
+                if not self._probe(d):
+                    continue
+            d.degraded = False
+            for query, fn in self._QUERIES:
+                if query in d.skip:
+                    continue
+                try:
+                    fn(self, d)
+                except (self.nv.NVMLError, AttributeError) as e:
+                    if self._failed(d, query, e):
+                        break
+            if not d.lost:
+                self.store.set_state("hw_gpu_status", "degraded" if d.degraded else "ok",
+                                     d.state_labels)
+        self.samples += 1
+        self.last_duration = time.perf_counter() - t0
+        self.store.set("rl_exporter_gpu_samples_total", self.samples)
+        self.store.set("rl_exporter_gpu_sample_duration_seconds", self.last_duration)
+
+    def _failed(self, d: Device, query: str, e: BaseException) -> bool:
+        """Count a failed query; True when the GPU is lost (stop asking it this pass)."""
+        err = error_name(e)
+        self._count(str(d.index), query, err)
+        code = getattr(e, "value", None)
+        if code == NOT_SUPPORTED or isinstance(e, AttributeError):
+            d.skip.add(query)
+            return False
+        if code == GPU_IS_LOST:
+            d.lost = True
+            _log_once(f"gpu-lost-{d.uuid}", logging.ERROR,
+                      "rl-exporter: GPU %d (%s, %s) is lost (NVML GpuIsLost): hw_gpu_status "
+                      "failed", d.index, d.name, d.uuid)
+            self.store.set_state("hw_gpu_status", "failed", d.state_labels)
+            for sid in d.gauge_sids:
+                self.store.values[sid] = math.nan
+            return True
+        d.degraded = True
+        _log_once(f"gpu-err-{query}-{err}", logging.WARNING,
+                  "rl-exporter: NVML %s failed on GPU %d: %s (counted in "
+                  "rl_exporter_gpu_query_errors_total)", query, d.index, e)
+        return False
+
+    def _probe(self, d: Device) -> bool:
+        """One cheap call on a lost GPU: does it answer again?"""
+        try:
+            self.nv.nvmlDeviceGetMemoryInfo(d.handle)
+        except self.nv.NVMLError as e:
+            if getattr(e, "value", None) == GPU_IS_LOST:
+                return False
+        d.lost = False
+        log.warning("rl-exporter: GPU %d (%s) answers again", d.index, d.uuid)
+        return True
+
+    # Each query: one NVML call (two for clocks and violations), its own failure domain.
+    def _q_utilization(self, d):
+        u = self.nv.nvmlDeviceGetUtilizationRates(d.handle)
+        self._set(d, "hw_gpu_utilization_ratio", (("task", "general"),), u.gpu / 100.0)
+        self._set(d, "hw_gpu_utilization_ratio", (("task", "memory_copy"),), u.memory / 100.0)
+
+    def _q_memory(self, d):
+        m = self.nv.nvmlDeviceGetMemoryInfo(d.handle)
+        self._set(d, "hw_gpu_memory_usage_bytes", (), m.used)
+        self._set(d, "hw_gpu_memory_limit_bytes", (), m.total)
+        self._set(d, "hw_gpu_memory_free_bytes", (), m.free)
+        self._set(d, "hw_gpu_memory_utilization_ratio", (), m.used / m.total if m.total else math.nan)
+
+    def _q_power(self, d):
+        self._set(d, "hw_gpu_power_watts", (), self.nv.nvmlDeviceGetPowerUsage(d.handle) / 1000.0)
+
+    def _q_power_limit(self, d):
+        self._set(d, "hw_gpu_power_limit_watts", (),
+                  self.nv.nvmlDeviceGetEnforcedPowerLimit(d.handle) / 1000.0)
+
+    def _q_energy(self, d):
+        self._set(d, "hw_gpu_energy_joules_total", (),
+                  self.nv.nvmlDeviceGetTotalEnergyConsumption(d.handle) / 1000.0)
+
+    def _q_temperature(self, d):
+        self._set(d, "hw_gpu_temperature_celsius", (),
+                  self.nv.nvmlDeviceGetTemperature(d.handle, self.nv.NVML_TEMPERATURE_GPU))
+
+    def _q_clocks(self, d):
+        nv = self.nv
+        self._set(d, "hw_gpu_clock_hertz", (("clock", "sm"),),
+                  nv.nvmlDeviceGetClockInfo(d.handle, nv.NVML_CLOCK_SM) * 1e6)
+        self._set(d, "hw_gpu_clock_hertz", (("clock", "memory"),),
+                  nv.nvmlDeviceGetClockInfo(d.handle, nv.NVML_CLOCK_MEM) * 1e6)
+
+    def _q_clock_events(self, d):
+        if not d.reasons:
+            return
+        nv = self.nv
+        fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        mask = fn(d.handle)
+        values = self.store.values
+        for bit, sid in d.reasons:
+            if sid is not None:
+                values[sid] = 1.0 if mask & bit else 0.0
+
+    def _q_violations(self, d):
+        nv = self.nv
+        for reason, const, fallback in (("power", "NVML_PERF_POLICY_POWER", 0),
+                                        ("thermal", "NVML_PERF_POLICY_THERMAL", 1)):
+            v = nv.nvmlDeviceGetViolationStatus(d.handle, getattr(nv, const, fallback))
+            self._set(d, "hw_gpu_clock_event_seconds_total", (("reason", reason),),
+                      v.violationTime * 1e-9)  # ns
+
+    def _q_fields(self, d):
+        if not d.fields:
+            return
+        values = self.nv.nvmlDeviceGetFieldValues(d.handle, [f[0] for f in d.fields])
+        keep = []
+        for spec, fv in zip(d.fields, values):
+            _, metric, labels, const, _scope, scale, wraps = spec
+            ret = fv.nvmlReturn
+            if ret != 0:
+                self._count(str(d.index), "field:" + const[len("NVML_FI_DEV_"):].lower(),
+                            _ERROR_NAMES.get(ret, f"nvml_{ret}"))
+                if ret != NOT_SUPPORTED:
+                    d.degraded = True
+                    keep.append(spec)
+                continue
+            keep.append(spec)
+            raw = getattr(fv.value, _VALUE_ATTR.get(fv.valueType, "ullVal"))
+            if wraps:
+                acc = d.acc.get(const)
+                if acc is None:
+                    d.acc[const] = acc = [raw, 0.0]
+                delta = raw - acc[0]
+                if delta < 0:  # a 32-bit value wrapped; a 64-bit one was reset: count from 0
+                    delta = raw + (1 << 32) - acc[0] if fv.valueType == 1 else raw
+                acc[0] = raw
+                acc[1] += delta
+                raw = acc[1]
+            self._set(d, metric, labels, raw * scale)
+        if len(keep) != len(d.fields):
+            d.fields = keep
+
+    def _q_process_memory(self, d):
+        procs = self.nv.nvmlDeviceGetComputeRunningProcesses(d.handle)
+        used = None
+        for p in procs:
+            if p.pid in self.pids and p.usedGpuMemory is not None:
+                used = (used or 0) + p.usedGpuMemory
+        if used is not None:
+            self._set(d, "hw_gpu_process_memory_usage_bytes", (), used)
+        elif ("hw_gpu_process_memory_usage_bytes", ()) in d.sids:
+            self._set(d, "hw_gpu_process_memory_usage_bytes", (), math.nan)
+
+    _QUERIES = (("utilization", _q_utilization), ("memory", _q_memory), ("power", _q_power),
+                ("power_limit", _q_power_limit), ("energy", _q_energy),
+                ("temperature", _q_temperature), ("clocks", _q_clocks),
+                ("clock_events", _q_clock_events), ("violations", _q_violations),
+                ("fields", _q_fields), ("process_memory", _q_process_memory))
+
+
+# ============================================================ exporter wiring
+_OFF = (False, None, "off", "false", "0", "no", "none")
+
+
+def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPUSampler | None:
+    """Called by Exporter.__init__ (and the sidecar, with any object that has `store`,
+    `rank` and `_error(kind, exc, message)`): the sampler, or None (one log line says why)."""
+    if isinstance(gpu, str):
+        gpu = gpu.strip().lower()
+    if gpu in _OFF:
+        return None
+    if gpu in (True, "on", "true", "1", "yes", "all"):
+        mode, explicit = "all", True
+    elif gpu == "local":
+        mode, explicit = "local", True
+    else:
+        if gpu != "auto":
+            log.error("rl-exporter: gpu=%r is not one of auto|on|off|local; using auto", gpu)
+        mode, explicit = "all", False
+    sampler = GPUSampler(exporter.store, interval=interval, rank=exporter.rank, mode=mode, nvml=nvml)
+    try:
+        sampler.start()
+    except NVMLUnavailable as e:
+        quiet = not explicit and (e.reason == "library_not_found" or
+                                  (e.reason == "not_installed" and not _has_nvidia_device()))
+        _log_once(f"gpu-off-{e.reason}-{explicit}", logging.INFO if quiet else logging.WARNING,
+                  "rl-exporter: GPU sampler off: %s", e)
+        return None
+    except Exception as e:
+        exporter._error("gpu", e, f"GPU sampler off: NVML discovery failed: {e!r}")
+        return None
+    log.info("rl-exporter: GPU sampler on: %d GPU(s) every %.3gs (%s)", len(sampler.devices),
+             sampler.interval, ", ".join(f"{d.index}:{d.name}" for d in sampler.devices) or "none")
+    return sampler
+
+
+def _has_nvidia_device() -> bool:
+    return os.path.exists("/dev/nvidia0") or os.path.exists("/proc/driver/nvidia")

@@ -1,0 +1,190 @@
+"""AReaL: export what StatsLogger.commit() logs, with AReaL's own step.
+
+AReaL's trainer merges actor/rollout/eval stats and calls
+`StatsLogger.commit(epoch, step, global_step, data)` (rank 0 only). commit() drops every
+`*__count` key, logs each item of `data` (a dict or a list of dicts) at
+`log_step = max(global_step, last_commit_step + 1) + i` and then sets
+`last_commit_step = log_step + len(data) - 1`. The hook below does exactly that, so Grafana's
+step axis is the one wandb/TensorBoard show for the same run.
+
+One line, on the trainer's logger instance:
+
+    from exporter.integrations.areal import attach
+    attach(trainer.stats_logger)          # PPOTrainer/RLTrainer: self.stats_logger
+
+or, before the trainer is built, for every StatsLogger in the process:
+
+    from exporter.integrations.areal import register
+    register()                            # wraps areal.utils.stats_logger.StatsLogger
+
+Keys keep AReaL's names (`ppo_actor/update/actor_loss/avg`, `timeperf/train_step`,
+`train_perf/tokens_per_second`, ...); the "areal" vocabulary maps them.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+
+from ._common import disabled, make_exporter, metric_values
+
+log = logging.getLogger("rl_exporter")
+
+FRAMEWORK = "areal"
+COUNT_SUFFIX = "__count"
+
+
+def _rank() -> int:
+    """torch.distributed rank, 0 when not initialised. Never imports torch itself: if the
+    process has not imported torch.distributed, no process group can exist."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+    except Exception:
+        pass
+    return 0
+
+
+def _get(obj, *path):
+    for p in path:
+        if obj is None:
+            return None
+        obj = obj.get(p) if isinstance(obj, dict) else getattr(obj, p, None)
+    return obj
+
+
+class RLExporterStatsHook:
+    """Mirror of StatsLogger.commit's export path: same filtering, same steps."""
+
+    def __init__(self, config=None, *, run: str | None = None, exporter=None,
+                 all_ranks: bool = False, **exporter_kwargs):
+        self._owned = exporter is None
+        self._closed = False
+        self.all_ranks = all_ranks
+        self._last_commit_step = -1
+        self._config = config
+        self._exporter_kwargs = exporter_kwargs
+        self._run = run
+        self.exporter = exporter  # created on the first commit of rank 0 (or any rank if all_ranks)
+
+    def _ensure(self):
+        if self.exporter is None and not self._closed:
+            cfg = self._config
+            sl = _get(cfg, "stats_logger") or cfg
+            exp, trial = _get(sl, "experiment_name"), _get(sl, "trial_name")
+            run = self._run or os.environ.get("RL_EXPORTER_RUN") or (
+                f"{exp}_{trial}" if exp and trial else exp or trial)
+            kw = dict(self._exporter_kwargs)
+            path = _get(cfg, "actor", "path")
+            kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
+            self.exporter = make_exporter(FRAMEWORK, run=run, **kw)
+        return self.exporter
+
+    def commit(self, epoch: int, step: int, global_step: int, data) -> None:
+        if self._closed or (not self.all_ranks and _rank() != 0):
+            return
+        ex = self._ensure()
+        items = [data] if isinstance(data, dict) else list(data)
+        log_step = max(global_step, self._last_commit_step + 1)
+        for i, item in enumerate(items):
+            frame = {k: v for k, v in item.items() if not str(k).endswith(COUNT_SUFFIX)}
+            ex.log(metric_values(frame), step=log_step + i)
+        self._last_commit_step = log_step + len(items) - 1
+
+    # StatsLogger checkpoints its last step; keep ours in step after a resume.
+    def state_dict(self) -> dict:
+        return {"last_commit_step": self._last_commit_step}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._last_commit_step = state.get("last_commit_step", self._last_commit_step)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.exporter is not None:
+            self.exporter.flush()
+            if self._owned:
+                self.exporter.close()
+
+
+def _wrap(obj_or_cls, hook_for):
+    """Wrap commit/close/load_state_dict so the hook sees the same calls, after AReaL's own."""
+    orig_commit = obj_or_cls.commit
+    orig_close = getattr(obj_or_cls, "close", None)
+    orig_load = getattr(obj_or_cls, "load_state_dict", None)
+
+    @functools.wraps(orig_commit)
+    def commit(self, epoch, step, global_step, data):
+        hook = hook_for(self)
+        # AReaL filters and logs a copy; give the hook the same input, untouched
+        snapshot = [dict(d) for d in data] if isinstance(data, (list, tuple)) else dict(data)
+        try:
+            return orig_commit(self, epoch, step, global_step, data)
+        finally:
+            try:
+                hook.commit(epoch, step, global_step, snapshot)
+            except Exception as e:
+                log.error("rl-exporter (areal): commit export failed: %r", e)
+
+    def close(self, *a, **kw):
+        try:
+            return orig_close(self, *a, **kw) if orig_close else None
+        finally:
+            hook_for(self).close()
+
+    def load_state_dict(self, state, *a, **kw):
+        try:
+            return orig_load(self, state, *a, **kw) if orig_load else None
+        finally:
+            hook_for(self).load_state_dict(state)
+
+    return commit, close, load_state_dict
+
+
+def attach(stats_logger, **kwargs) -> RLExporterStatsHook:
+    """Export every commit of this StatsLogger instance; returns the hook."""
+    existing = getattr(stats_logger, "_rl_exporter_hook", None)
+    if existing is not None:
+        return existing
+    cfg = getattr(stats_logger, "exp_config", None) or getattr(stats_logger, "config", None)
+    hook = RLExporterStatsHook(cfg, **kwargs)
+    hook._last_commit_step = getattr(stats_logger, "_last_commit_step", -1)
+    stats_logger._rl_exporter_hook = hook
+    commit, close, load = _wrap(type(stats_logger), lambda self: hook)
+    # bind on the instance only
+    stats_logger.commit = commit.__get__(stats_logger)
+    stats_logger.close = close.__get__(stats_logger)
+    stats_logger.load_state_dict = load.__get__(stats_logger)
+    return hook
+
+
+def register(stats_logger_cls=None, **kwargs):
+    """Wrap StatsLogger (default areal.utils.stats_logger.StatsLogger) for every instance."""
+    if disabled():
+        return stats_logger_cls
+    if stats_logger_cls is None:
+        try:
+            from areal.utils.stats_logger import StatsLogger as stats_logger_cls
+        except ImportError as e:
+            log.error("rl-exporter (areal): areal is not importable here (%s); nothing registered", e)
+            return None
+    if stats_logger_cls.__dict__.get("_rl_exporter_registered"):
+        return stats_logger_cls
+
+    def hook_for(self):
+        h = self.__dict__.get("_rl_exporter_hook")
+        if h is None:
+            cfg = getattr(self, "exp_config", None) or getattr(self, "config", None)
+            h = RLExporterStatsHook(cfg, **kwargs)
+            self._rl_exporter_hook = h
+        return h
+
+    commit, close, load = _wrap(stats_logger_cls, hook_for)
+    stats_logger_cls.commit = commit
+    stats_logger_cls.close = close
+    stats_logger_cls.load_state_dict = load
+    stats_logger_cls._rl_exporter_registered = True
+    return stats_logger_cls

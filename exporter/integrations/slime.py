@@ -1,0 +1,194 @@
+"""slime: export what slime's tracking `log(args, metrics, step_key)` receives.
+
+slime logs through module functions in its logging utils (slime/utils/logging_utils.py, in
+newer trees slime/observability/logging_utils.py):
+
+    init_tracking(args, primary=True)        # driver: primary; Megatron actors: primary=False
+    log(args, metrics, step_key)             # step_key in train/step, rollout/step, eval/step
+    finish_tracking(args)                    # where it exists
+
+The step rides inside the dict under step_key, and one run has several counters: train/step
+(= rollout_id * steps_per_rollout + step_id) for `train/*`, rollout/step (= rollout_id) for
+`rollout/*`, `perf/*`, `multi_turn/*`, `passrate/*`, and eval/step for `eval/*`. Prometheus has
+one step series (rl_training_step), so every frame is put on the training-step axis:
+train/step as is, a rollout id times args.num_steps_per_rollout (1 when unset), never
+moving backwards (evaluation of rollout r is logged after its training steps). The step key
+itself is not exported as a metric (as slime's TensorBoard path drops it).
+
+One line, before slime's training loop imports its logging utils elsewhere (e.g. at the top of
+train.py):
+
+    from exporter.integrations.slime import register; register()
+
+register() wraps the module's init_tracking / log / finish_tracking; every process that calls
+init_tracking gets an exporter: the primary (driver) on RL_EXPORTER_PORT (default 9464), the
+others on that port + 1 + RANK, so the Megatron ranks that log `train/*` are scrapable too.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import logging
+import os
+
+from ._common import disabled, exporter_kwargs, make_exporter, metric_values
+
+log = logging.getLogger("rl_exporter")
+
+FRAMEWORK = "slime"
+TRAIN_STEP_KEYS = ("train/step", "eval/train_step")
+DEFAULT_PORT = 9464
+MODULES = ("slime.utils.logging_utils", "slime.observability.logging_utils")
+
+
+def _env_rank() -> int:
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        v = os.environ.get(var, "")
+        if v.isdigit():
+            return int(v)
+    return 0
+
+
+class StepAxis:
+    """Puts slime/Miles frames on one training-step axis."""
+
+    def __init__(self, steps_per_rollout: int | None = None):
+        self.steps_per_rollout = steps_per_rollout if steps_per_rollout and steps_per_rollout > 0 else 1
+        self.last = None
+
+    def step(self, step_key: str | None, value):
+        if value is None or isinstance(value, (str, bytes)):
+            return self.last
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            return self.last
+        if step_key in TRAIN_STEP_KEYS:
+            s = v
+        else:
+            # rollout/step, eval/step: a rollout id. slime evaluates rollout r after training on
+            # it, so its first train step (r * steps_per_rollout) may already be behind us; the
+            # axis never moves backwards.
+            s = v * self.steps_per_rollout
+            if self.last is not None and s < self.last:
+                s = self.last
+        self.last = s
+        return s
+
+
+class SlimeTracker:
+    """One process's exporter for slime-style `log(metrics, step_key)` calls."""
+
+    def __init__(self, args=None, *, primary: bool = True, run: str | None = None, exporter=None,
+                 framework: str = FRAMEWORK, **kwargs):
+        self.framework = framework
+        self._owned = exporter is None
+        self._finished = False
+        spr = getattr(args, "num_steps_per_rollout", None)
+        self.axis = StepAxis(spr if isinstance(spr, int) else None)
+        if exporter is None:
+            kw = exporter_kwargs(kwargs)
+            if "port" not in kw:
+                kw["port"] = getattr(args, "rl_exporter_port", None) or DEFAULT_PORT
+            if not primary and kw.get("port"):
+                kw["port"] = int(kw["port"]) + 1 + _env_rank()
+            kw.setdefault("run", run or getattr(args, "wandb_group", None)
+                          or getattr(args, "tb_experiment_name", None) or getattr(args, "wandb_project", None))
+            hf = getattr(args, "hf_checkpoint", None)
+            kw.setdefault("model", os.path.basename(str(hf).rstrip("/")) if hf else None)
+            algo = getattr(args, "advantage_estimator", None)
+            kw.setdefault("algorithm", str(algo) if algo else None)
+            exporter = make_exporter(self.framework, **kw)
+        self.exporter = exporter
+
+    def log(self, metrics, step_key: str | None = None, step=None):
+        if self._finished:
+            return
+        raw = metrics.get(step_key) if step_key else None
+        s = self.axis.step(step_key, raw if raw is not None else step)
+        frame = {k: v for k, v in metrics.items() if k != step_key}
+        self.exporter.log(metric_values(frame), step=s)
+
+    def finish(self):
+        if self._finished:
+            return
+        self._finished = True
+        self.exporter.flush()
+        if self._owned:
+            self.exporter.close()
+
+
+_tracker: SlimeTracker | None = None
+
+
+def register(module=None, **kwargs):
+    """Wrap slime's logging utils (init_tracking / log / finish_tracking). Idempotent."""
+    if disabled():
+        return module
+    if module is None:
+        for name in MODULES:
+            try:
+                module = importlib.import_module(name)
+                break
+            except ImportError:
+                continue
+        if module is None:
+            log.error("rl-exporter (slime): none of %s is importable; nothing registered", MODULES)
+            return None
+    if getattr(module, "_rl_exporter_registered", False):
+        return module
+
+    orig_init = module.init_tracking
+    orig_log = module.log
+    orig_finish = getattr(module, "finish_tracking", None)
+
+    @functools.wraps(orig_init)
+    def init_tracking(args, primary: bool = True, **kw):
+        global _tracker
+        result = orig_init(args, primary, **kw)
+        if _tracker is None:
+            try:
+                _tracker = SlimeTracker(args, primary=primary, **kwargs)
+                atexit.register(_tracker.finish)
+            except Exception as e:
+                log.error("rl-exporter (slime): exporter not started: %r", e)
+        return result
+
+    @functools.wraps(orig_log)
+    def log_(args, metrics, step_key: str, *a, **kw):
+        try:
+            return orig_log(args, metrics, step_key, *a, **kw)
+        finally:
+            if _tracker is not None:
+                try:
+                    _tracker.log(dict(metrics), step_key)
+                except Exception as e:
+                    log.error("rl-exporter (slime): log failed: %r", e)
+
+    module.init_tracking = init_tracking
+    module.log = log_
+    if orig_finish is not None:
+        @functools.wraps(orig_finish)
+        def finish_tracking(*a, **kw):
+            try:
+                return orig_finish(*a, **kw)
+            finally:
+                if _tracker is not None:
+                    _tracker.finish()
+
+        module.finish_tracking = finish_tracking
+    module._rl_exporter_registered = True
+    return module
+
+
+def tracker() -> SlimeTracker | None:
+    """This process's tracker (after init_tracking ran), for tests and flushes."""
+    return _tracker
+
+
+def _reset_for_tests():
+    global _tracker
+    if _tracker is not None:
+        _tracker.finish()
+    _tracker = None

@@ -1,0 +1,94 @@
+"""Log sources for the sidecar: one parser module per trainer output format, format
+detection, the file follower (follow.py), the HTTP ingest app (ingest.py) and the
+sidecar that feeds all of them into exporters (sidecar.py). See docs/sidecar.md.
+
+    from exporter.sources import make_parser, detect
+    p = make_parser("verl_console")
+    frames = p.feed("step:1 - actor/entropy:0.5") + p.flush()
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from . import areal, hf, openrlhf, slime, spool, verl_console, verl_jsonl
+from .base import Frame, LineAssembler, Parser, clean  # noqa: F401
+
+# format name -> (parser class, the catalog framework its keys belong to)
+FORMATS: dict[str, type[Parser]] = {
+    "verl_console": verl_console.VerlConsoleParser,
+    "verl_jsonl": verl_jsonl.VerlJsonlParser,
+    "hf": hf.HFConsoleParser,
+    "hf_state": hf.HFStateParser,
+    "openrlhf": openrlhf.OpenRLHFParser,
+    "slime": slime.SlimeParser,
+    "miles": slime.MilesParser,
+    "areal": areal.ArealParser,
+    "spool": spool.SpoolParser,
+}
+ALIASES = {"verl": "verl_console", "trl": "hf", "trainer_state": "hf_state", "jsonl": "verl_jsonl"}
+DOCUMENT_FORMATS = frozenset({"hf_state"})
+
+
+def canonical_format(name: str) -> str:
+    name = ALIASES.get(name, name)
+    if name != "auto" and name not in FORMATS:
+        raise ValueError(f"unknown format {name!r}; known: auto, {', '.join(FORMATS)}")
+    return name
+
+
+def make_parser(name: str) -> Parser:
+    return FORMATS[canonical_format(name)]()
+
+
+# ------------------------------------------------------------------ detection
+_SNIFF = [
+    ("spool", re.compile(r'^\{.*"spool":\s*1\b')),
+    ("verl_jsonl", re.compile(r'^\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')),
+    ("verl_console", re.compile(r"(?:^|\s)step:-?\d+ - [^\s:]+:\S")),
+    ("miles", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [^\]]+\] \S+:\d+ - .*?"
+                         r"(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{")),
+    ("slime", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] \S+:\d+ - .*?"
+                         r"(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{")),
+    ("openrlhf", re.compile(r"Global step \d+: \{|global_step \d+, eval_metrics: \{")),
+    ("areal", re.compile(r"^\(AReaL\) |^[╒│].*[│╕]$")),
+    ("hf", re.compile(r"\{'(?:loss|epoch|eval_\w+|learning_rate|train_runtime|grad_norm)': ")),
+]
+
+
+def detect_line(line: str) -> str | None:
+    for name, rx in _SNIFF:
+        if rx.search(line):
+            return name
+    return None
+
+
+def detect(lines, path: str | None = None) -> str | None:
+    """The format of a sample of lines (and the file name): the most frequent per-line
+    match wins; None if nothing looks like metrics yet."""
+    if path and os.path.basename(path) == "trainer_state.json":
+        return "hf_state"
+    votes: dict[str, int] = {}
+    for line in lines:
+        name = detect_line(clean(line))
+        if name:
+            votes[name] = votes.get(name, 0) + 1
+    if not votes:
+        return None
+    order = [n for n, _ in _SNIFF]
+    return max(votes, key=lambda n: (votes[n], -order.index(n)))
+
+
+def parse_lines(lines, fmt: str):
+    """Parse an iterable of lines with one parser: yields (line_no, Frame); flushes at the end."""
+    parser = make_parser(fmt)
+    asm = LineAssembler()
+    n = 0
+    for n, line in enumerate(lines, 1):
+        line = asm.feed(clean(line.rstrip("\r\n")))
+        if line is None:
+            continue
+        for f in parser.feed(line):
+            yield n, f
+    for f in parser.flush():
+        yield n, f

@@ -1,0 +1,213 @@
+"""What every log parser shares: the Frame type, line cleaning, value parsing.
+
+A parser turns text lines into frames: `Frame(step, data)` where step is an int/
+float or None (the parser could not tell) and data maps the trainer's raw key to
+a float, int, str, or None (a null: NaN written as null by orjson). NaN and
++/-Inf are kept as floats: they are data, not errors.
+
+Parsers are stateful (a veRL line hard-wrapped by a terminal, an AReaL table
+spanning several lines): `feed(line)` returns the frames that line completes,
+`flush()` the frame still being assembled (end of input, or the follower saw no
+new data for a while), and `pending` says whether a record is open, so the
+follower never checkpoints past its first line. Rejected lines are counted in
+`rejected[reason]`; lines that are simply not metrics are counted in `skipped`.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import NamedTuple
+
+
+class Frame(NamedTuple):
+    step: int | float | None
+    data: dict
+
+
+# ANSI CSI/OSC escape sequences (colour codes, cursor moves, hyperlinks).
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# CRI container log line (Kubernetes /var/log/pods): "<RFC3339> stdout|stderr F|P <msg>".
+_CRI = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) (?:stdout|stderr) ([FP]) ")
+
+
+def clean(line: str) -> str:
+    """Strip ANSI escapes and carriage-return redraws (keep what a terminal would show last,
+    but never drop a redraw that carries metrics: tqdm bars are redrawn with CR)."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        parts = [p for p in line.split("\r") if p.strip()]
+        line = "".join(parts[-1:]) if len(parts) <= 1 else _pick_redraw(parts)
+    return line
+
+
+def _pick_redraw(parts: list[str]) -> str:
+    # The last redraw is what the terminal shows; a dict written by tqdm.write() between bar
+    # redraws is a separate segment: prefer the last segment that holds a dict or step record.
+    for p in reversed(parts):
+        if "{" in p or "step:" in p or "│" in p:
+            return p
+    return parts[-1]
+
+
+class LineAssembler:
+    """Rejoins CRI partial lines (tag P) so parsers see whole records; other lines pass."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self):
+        self._parts: list[str] | None = None
+
+    def feed(self, line: str) -> str | None:
+        if line[:1].isdigit():
+            m = _CRI.match(line)
+            if m:
+                body = line[m.end():]
+                if m.group(1) == "P":
+                    if self._parts is None:
+                        self._parts = []
+                    self._parts.append(body)
+                    return None
+                if self._parts is not None:
+                    self._parts.append(body)
+                    body = "".join(self._parts)
+                    self._parts = None
+                return body
+        if self._parts is not None:  # a P run not closed by F: deliver what we have, then this line
+            self._parts = None
+        return line
+
+    @property
+    def pending(self) -> bool:
+        return self._parts is not None
+
+
+# ------------------------------------------------------------------ values
+_WRAPPED = re.compile(r"^(?:np|numpy|torch)?\.?\w*\((.*)\)$")
+_SPECIAL = {"nan": math.nan, "NaN": math.nan, "+nan": math.nan, "-nan": math.nan,
+            "inf": math.inf, "+inf": math.inf, "Infinity": math.inf, "+Infinity": math.inf,
+            "-inf": -math.inf, "-Infinity": -math.inf, "None": None, "null": None,
+            "True": 1, "False": 0, "true": 1, "false": 0}
+
+
+def number(tok: str):
+    """A printed number -> float/int; NumPy/torch reprs unwrapped; None when not a number."""
+    try:
+        return float(tok)  # handles 1e-06, -0.0, nan, inf, Infinity
+    except ValueError:
+        pass
+    tok = tok.strip()
+    if tok in _SPECIAL:
+        return _SPECIAL[tok]
+    m = _WRAPPED.match(tok)
+    if m:  # np.float64(0.12), np.int64(3), tensor(0.5), tensor(0.5, device='cuda:0')
+        inner = m.group(1).split(",", 1)[0].strip()
+        if inner != tok:
+            return number(inner)
+    return _NOT_A_NUMBER
+
+
+class _NotANumber:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<not a number>"
+
+
+_NOT_A_NUMBER = _NotANumber()
+NOT_A_NUMBER = _NOT_A_NUMBER
+
+
+# ------------------------------------------------------------------ Python dict reprs
+# One "'key': value" pair of a dict repr. Values: quoted strings, wrapped reprs
+# (np.float64(...)), or a bare token up to the next comma/closing brace.
+_PAIR = re.compile(
+    r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*:\s*"""
+    r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[\w.]+\([^()]*\)|[^,{}\[\]()]+?)\s*(?:,|$)""")
+
+
+def parse_pydict(text: str) -> tuple[dict | None, int]:
+    """Parse a flat Python dict repr ("{'loss': 0.1, 'eval_x': nan, 'name': 'a'}").
+
+    Returns (data, bad) where bad counts pairs that could not be read (nested containers,
+    unknown reprs); None if the text is not a dict at all."""
+    text = text.strip()
+    if len(text) < 2 or text[0] != "{" or text[-1] != "}":
+        return None, 0
+    body = text[1:-1].strip()
+    data: dict = {}
+    if not body:
+        return data, 0
+    pos, n, bad = 0, len(body), 0
+    match = _PAIR.match
+    while pos < n:
+        m = match(body, pos)
+        if m is None or m.end() == pos:
+            # skip one malformed item (e.g. a nested list) up to the next top-level comma
+            bad += 1
+            depth, i = 0, pos
+            while i < n:
+                c = body[i]
+                if c in "([{":
+                    depth += 1
+                elif c in ")]}":
+                    depth -= 1
+                elif c == "," and depth <= 0:
+                    break
+                i += 1
+            pos = i + 1
+            continue
+        key = m.group(1) if m.group(1) is not None else m.group(2)
+        if "\\" in key:
+            key = key.encode().decode("unicode_escape", "replace")
+        raw = m.group(3)
+        if raw[:1] in "'\"":
+            val = raw[1:-1]
+        else:
+            val = number(raw)
+            if val is _NOT_A_NUMBER:
+                bad += 1
+                pos = m.end()
+                continue
+        data[key] = val
+        pos = m.end()
+    return data, bad
+
+
+class Parser:
+    """Base class: subclasses implement feed(); multi-line ones also flush()/pending."""
+
+    format = "?"
+    framework = "auto"
+
+    def __init__(self):
+        self.rejected: Counter = Counter()
+        self.skipped = 0
+
+    def feed(self, line: str) -> list[Frame]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def flush(self) -> list[Frame]:
+        return []
+
+    @property
+    def pending(self) -> bool:
+        return False
+
+    def reset(self) -> None:
+        """The file was truncated or replaced: forget any half-assembled record."""
+        self.flush()
+
+
+def step_of(v):
+    """A step value from a key/number; None unless a finite number."""
+    if v is None or isinstance(v, str):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if f != f or f in (math.inf, -math.inf):
+        return None
+    return int(f) if f == int(f) else f

@@ -1,0 +1,357 @@
+"""Follow a file like `tail -F`, and remember where we were.
+
+A FileFollower owns one path. Each poll() reads what was appended and returns
+events: ("line", text, start, end) for every complete line (a partial last line
+waits for its newline), ("eof", None, pos, pos) when the old file of a rotation has
+been read to its end, ("reset", reason, 0, 0) when the file was truncated or
+replaced in place (veRL's JSONL is reopened with "wb" on every trainer start).
+
+Identity: device + inode, plus a content fingerprint (hash of the first up to 4 KiB)
+so a file truncated and rewritten past our offset between two polls, or a new file
+that reuses an inode, is still recognised as new. Rotation (rename + new file at the
+path): the old file is read to its end through the open descriptor, then the new
+one from its start. Deleted: keep reading the old descriptor, wait for a new file.
+Missing (or missing directory): wait. Lines longer than max_line_bytes are skipped
+without being buffered (counted as line_too_long). Bytes are decoded as UTF-8 with
+replacement, so binary garbage becomes unparseable text that parsers skip.
+
+State: checkpoint() gives {dev, ino, offset, fp_len, fp, gen}; a follower built with
+that dict resumes at offset if the file is the same one, reads the rotated file
+(found by inode in the same directory) first if it was rotated while we were down,
+and starts from 0 otherwise. StateFile writes all followers' states atomically
+(temp file, fsync, rename, fsync of the directory).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+
+log = logging.getLogger("rl_exporter.sources")
+
+FP_BYTES = 4096
+READ_CHUNK = 1 << 20
+
+
+def _fp(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+class FileFollower:
+    def __init__(self, path: str, *, max_line_bytes: int = 1 << 20, saved: dict | None = None):
+        self.path = path
+        self.max_line = max_line_bytes
+        self.fd: int | None = None
+        self.dev = self.ino = None
+        self.offset = 0          # start of the first byte not yet returned as a line
+        self.fp_len = 0
+        self.fp = ""
+        self.gen = 0             # bumped at every truncation / new file
+        self.state = "waiting"   # waiting | following | deleted
+        self.size = 0
+        self._buf = bytearray()
+        self._skipping = False   # inside an over-long line
+        self._old_fd: int | None = None  # rotated file still being drained
+        self._old = None         # (dev, ino, offset) of that file
+        self.saved = saved
+        # counters
+        self.bytes_read = 0
+        self.rotations = 0
+        self.truncations = 0
+        self.too_long = 0
+
+    # ------------------------------------------------------------ state
+    def checkpoint(self, offset: int | None = None) -> dict | None:
+        if self.dev is None:
+            return self.saved
+        return {"dev": self.dev, "ino": self.ino, "offset": self.offset if offset is None else offset,
+                "fp_len": self.fp_len, "fp": self.fp, "gen": self.gen}
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.size - self.offset) if self.fd is not None else 0
+
+    def close(self) -> None:
+        for fd in (self.fd, self._old_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.fd = self._old_fd = None
+
+    # ------------------------------------------------------------ opening
+    def _open(self):
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            log.warning("cannot open %s: %s", self.path, e)
+            return None
+        return fd
+
+    def _fingerprint_ok(self, fd, fp_len, fp) -> bool:
+        if not fp_len:
+            return True
+        try:
+            data = os.pread(fd, fp_len, 0)
+        except OSError:
+            return False
+        return len(data) == fp_len and _fp(data) == fp
+
+    def _start(self, fd, events) -> None:
+        st = os.fstat(fd)
+        self.fd, self.dev, self.ino, self.size = fd, st.st_dev, st.st_ino, st.st_size
+        self._buf.clear()
+        self._skipping = False
+        saved, self.saved = self.saved, None
+        self.offset, self.fp_len, self.fp = 0, 0, ""
+        if saved:
+            self.gen = int(saved.get("gen", 0))
+            same = (saved.get("dev"), saved.get("ino")) == (st.st_dev, st.st_ino)
+            if same and st.st_size >= saved["offset"] and \
+                    self._fingerprint_ok(fd, saved.get("fp_len", 0), saved.get("fp", "")):
+                self.offset, self.fp_len, self.fp = saved["offset"], saved.get("fp_len", 0), \
+                    saved.get("fp", "")
+                log.info("resuming %s at byte %d", self.path, self.offset)
+            elif same:
+                self.truncations += 1
+                self.gen += 1
+                log.info("%s was truncated or rewritten while we were down: reading from the start",
+                         self.path)
+            else:
+                old = self._find_rotated(saved)
+                self.rotations += 1
+                self.gen += 1
+                if old is not None:
+                    self._old_fd, self._old = old, (saved["dev"], saved["ino"], saved["offset"])
+                    self._old_pos = saved["offset"]
+                    log.info("%s was rotated while we were down: finishing the old file first",
+                             self.path)
+                else:
+                    log.warning("%s was replaced while we were down and the old file is gone: "
+                                "its unread tail (after byte %d) is lost", self.path, saved["offset"])
+        self.state = "following"
+        os.lseek(fd, self.offset, os.SEEK_SET)
+        events.append(("start", None, self.offset, self.offset))
+
+    def _find_rotated(self, saved):
+        d = os.path.dirname(self.path) or "."
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            return None
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (saved.get("dev"), saved.get("ino")) and \
+                    st.st_size >= saved["offset"]:
+                try:
+                    fd = os.open(e.path, os.O_RDONLY)
+                except OSError:
+                    return None
+                if self._fingerprint_ok(fd, saved.get("fp_len", 0), saved.get("fp", "")):
+                    return fd
+                os.close(fd)
+        return None
+
+    # ------------------------------------------------------------ reading
+    def poll(self, budget: int = 8 * READ_CHUNK) -> list:
+        events: list = []
+        if self.fd is None:
+            fd = self._open()
+            if fd is None:
+                self.state = "waiting"
+                return events
+            self._start(fd, events)
+        if self._old_fd is not None:
+            self._drain_old(events)
+        if not self._verify(events):  # truncated/rewritten: never read stale offsets into it
+            got = self._read(self.fd, events, budget)
+            if got < budget:  # at EOF: look for rotation, deletion
+                self._check(events)
+        return events
+
+    def _verify(self, events) -> bool:
+        """Before reading: is the open file still the one we were reading? True if it was
+        truncated or rewritten in place (then it has been re-read from the start)."""
+        try:
+            st = os.fstat(self.fd)
+        except OSError:
+            return False
+        self.size = st.st_size
+        if st.st_size < self.offset + len(self._buf) or not self._check_fp(self.fd, st.st_size):
+            self._truncated(events, "truncated")
+            return True
+        return False
+
+    def _drain_old(self, events) -> None:
+        # Lines of the file rotated away while we were down; offsets are not checkpointed
+        # past them (the old file's lines are delivered with start=end=0 for the new one).
+        fd = self._old_fd
+        os.lseek(fd, self._old_pos, os.SEEK_SET)
+        buf = bytearray()
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                break
+            buf += chunk
+            self.bytes_read += len(chunk)
+        lines = bytes(buf).split(b"\n")
+        for raw in lines:
+            if raw:
+                if len(raw) > self.max_line:
+                    self.too_long += 1
+                    continue
+                events.append(("line", raw.decode("utf-8", "replace"), 0, 0))
+        events.append(("eof", None, 0, 0))
+        os.close(fd)
+        self._old_fd = None
+        self._old = None
+
+    def _read(self, fd, events, budget) -> int:
+        total = 0
+        buf = self._buf
+        while total < budget:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError as e:
+                log.warning("read %s: %s", self.path, e)
+                break
+            if not chunk:
+                break
+            total += len(chunk)
+            self.bytes_read += len(chunk)
+            start = 0
+            if self._skipping:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    self.offset += len(chunk)
+                    continue
+                self._skipping = False
+                self.too_long += 1
+                self.offset += nl + 1
+                start = nl + 1
+            last_nl = chunk.rfind(b"\n")
+            if last_nl < start:
+                buf += chunk[start:] if start else chunk
+            else:
+                data = bytes(buf) + chunk[start:last_nl] if buf else chunk[start:last_nl]
+                buf.clear()
+                buf += chunk[last_nl + 1:]
+                pos = self.offset
+                max_line = self.max_line
+                for raw in data.split(b"\n"):
+                    end = pos + len(raw) + 1
+                    if len(raw) > max_line:
+                        self.too_long += 1
+                    else:
+                        events.append(("line", raw.decode("utf-8", "replace"), pos, end))
+                    pos = end
+                self.offset = pos
+            if len(buf) > self.max_line:  # an over-long line: stop buffering it
+                self.offset += len(buf)
+                buf.clear()
+                self._skipping = True
+        self.size = max(self.size, self.offset + len(buf))
+        return total
+
+    def _check(self, events) -> None:
+        fd = self.fd
+        try:
+            pst = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            self.state = "deleted"
+            return
+        except OSError:
+            return
+        if (pst.st_dev, pst.st_ino) != (self.dev, self.ino):
+            # rotated or deleted+recreated: finish the old file, then switch
+            self._read(fd, events, 1 << 62)
+            if self._buf and not self._skipping:  # the old file ended without a newline
+                raw = bytes(self._buf)
+                events.append(("line", raw.decode("utf-8", "replace"), self.offset,
+                               self.offset + len(raw)))
+            events.append(("eof", None, 0, 0))
+            os.close(fd)
+            self.fd = None
+            self.rotations += 1
+            self.gen += 1
+            self.dev = None
+            log.info("%s was rotated or replaced: following the new file", self.path)
+            nfd = self._open()
+            if nfd is not None:
+                self._start(nfd, events)
+                self._read(self.fd, events, 8 * READ_CHUNK)
+        else:
+            self.state = "following"
+
+    def _check_fp(self, fd, size) -> bool:
+        want = min(FP_BYTES, size)
+        if want <= 0:
+            return True
+        if self.fp_len >= want and self.fp_len == FP_BYTES:
+            data = os.pread(fd, self.fp_len, 0)
+            return _fp(data) == self.fp
+        data = os.pread(fd, want, 0)
+        if self.fp_len and _fp(data[:self.fp_len]) != self.fp:
+            return False
+        self.fp_len, self.fp = len(data), _fp(data)
+        return True
+
+    def _truncated(self, events, reason) -> None:
+        self.truncations += 1
+        self.gen += 1
+        log.info("%s was %s: reading from the start", self.path, reason)
+        events.append(("reset", reason, 0, 0))
+        self._buf.clear()
+        self._skipping = False
+        self.offset = 0
+        self.fp_len, self.fp = 0, ""
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        self._read(self.fd, events, 8 * READ_CHUNK)
+
+
+class StateFile:
+    """{key: state dict} persisted atomically as JSON."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def load(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                obj = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            log.error("state file %s unreadable (%s): starting every source from scratch",
+                      self.path, e)
+            return {}
+        if not isinstance(obj, dict) or obj.get("version") != 1:
+            log.error("state file %s has an unknown layout: ignored", self.path)
+            return {}
+        return obj.get("sources", {})
+
+    def save(self, sources: dict) -> None:
+        d = os.path.dirname(os.path.abspath(self.path))
+        tmp = f"{self.path}.tmp.{os.getpid()}"
+        data = json.dumps({"version": 1, "sources": sources}, separators=(",", ":"),
+                          allow_nan=False, default=str)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        try:
+            dfd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass

