@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import socket
 import subprocess
@@ -76,6 +77,21 @@ def expected_alerts() -> tuple[dict[str, set[str]], list[str]]:
             else:
                 want[sc].add(name)
     return want, skipped
+
+
+def read_url(proc: subprocess.Popen, timeout: float, what: str) -> str:
+    """The demo's `rl-exporter demo (S): scrape http://127.0.0.1:P/metrics` line."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sel.select(timeout=0.5):
+            line = proc.stdout.readline()
+            if "scrape http" in line:
+                return line.rsplit(" ", 1)[1].strip()
+            if not line:
+                break
+    raise AssertionError(f"demo {what} printed no URL (exit {proc.poll()})")
 
 
 def free_port() -> int:
@@ -172,18 +188,22 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
         [ALERTMANAGER, f"--config.file={am_cfg}", f"--storage.path={tmp_path / 'am'}",
          f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address=", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "am.log", "w")))
-    # ---- demos
-    targets: dict[str, str] = {}  # instance -> run
+    # ---- demos: each binds a free port itself (--port 0) and prints its URL
+    started: list[tuple[str, str, subprocess.Popen]] = []
     for sc in EXPECTED:
-        port = free_port()
         run = f"demo-{sc}"
         args = ["--scenario", "healthy" if sc == "crash" else sc, "--interval", str(STEP_INTERVAL),
-                "--port", str(port), "--onset", str(ONSETS.get(sc, ONSET)), "--run", run]
+                "--port", "0", "--onset", str(ONSETS.get(sc, ONSET)), "--run", run]
         if sc == "crash":
             args += ["--steps", "30", "--exit-after"]
-        procs.append(subprocess.Popen([sys.executable, "-m", "exporter.cli", "demo", *args], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{sc}.log", "w")))
-        targets[f"127.0.0.1:{port}"] = run
+        p = subprocess.Popen([sys.executable, "-m", "exporter.cli", "demo", *args], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=open(tmp_path / f"{sc}.log", "w"))
+        procs.append(p)
+        started.append((sc, run, p))
+    targets: dict[str, str] = {}  # instance -> run
+    for sc, run, p in started:
+        url = read_url(p, 30, sc)
+        targets[url.split("//", 1)[1].split("/", 1)[0]] = run
     # ---- Prometheus with the time-compressed rules
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump(render(time_scale=TIME_SCALE), sort_keys=False))
@@ -219,6 +239,8 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
         if (done and elapsed >= MIN_OBSERVE) or elapsed >= MAX_OBSERVE:
             break
         time.sleep(1.0)
+    info = get_json(f"{api}/query?query=last_over_time(rl_run_info[5m])")["data"]["result"]
+    assert {r["metric"]["instance"]: r["metric"]["run"] for r in info} == targets
     up = get_json(f"{api}/query?query=up")["data"]["result"]
     down = sorted(targets[r["metric"]["instance"]] for r in up if r["value"][1] == "0")
 
