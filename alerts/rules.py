@@ -171,12 +171,13 @@ RECORDINGS: list[Recording] = [
     *_pair("rl_train_inference_logprob_abs_diff"),
     *_pair("rl_train_inference_kl"),
     *_pair("rl_preference_reward_margin"),
-    Recording("run:rl_turns_max:max_over_time10m",
+    # turns: both over the per-step maximum (rl_turns{stat="max"}), the runaway signal
+    Recording("run:rl_turns:max_over_time10m",
               'max by (run) (max_over_time(rl_turns{stat="max", split=""}[{short_window}]))'),
-    Recording("run:rl_turns_max:avg_over_time1h_offset10m",
+    Recording("run:rl_turns:avg_over_time1h_offset10m",
               'avg by (run) (avg_over_time(rl_turns{stat="max", split=""}[{baseline_window}] '
               'offset {short_window}))'),
-    Recording("run:rl_step_age_seconds:time",
+    Recording("run:rl_training_step_timestamp_seconds:age",
               "time() - max by (run) (rl_training_step_timestamp_seconds)"),
 ]
 
@@ -194,11 +195,11 @@ def _nonfinite(metrics) -> str:
 ALERTS: list[Alert] = [
     # ============================================================ liveness (page)
     Alert("RLRunStalled", "critical",
-          "run:rl_step_age_seconds:time > on (run) (\n"
+          "run:rl_training_step_timestamp_seconds:age > on (run) (\n"
           "  clamp_min({stall_step_factor} * {time_scale}max by (run) "
           "(max_over_time(rl_step_duration_seconds{{stat=\"\", split=\"\"}}[{baseline_window}])), "
           "{stall_floor_seconds})\n"
-          "  or on (run) (0 * run:rl_step_age_seconds:time + {stall_floor_seconds})\n)",
+          "  or on (run) (0 * run:rl_training_step_timestamp_seconds:age + {stall_floor_seconds})\n)",
           Dur(300), "An RL run stopped advancing its training step while its exporter is up.",
           f"Run {R} has not advanced its training step for {{{{ $value | humanizeDuration }}}} "
           "(longer than max(floor, k x its longest recent step)).",
@@ -411,9 +412,9 @@ ALERTS: list[Alert] = [
           "for the whole window.",
           ("hw_gpu_clock_event_active",)),
     Alert("RLMultiTurnRunaway", "warning",
-          "run:rl_turns_max:max_over_time10m\n"
-          "> {turns_runaway_factor} * run:rl_turns_max:avg_over_time1h_offset10m\n"
-          "and run:rl_turns_max:max_over_time10m >= {turns_runaway_min}",
+          "run:rl_turns:max_over_time10m\n"
+          "> {turns_runaway_factor} * run:rl_turns:avg_over_time1h_offset10m\n"
+          "and run:rl_turns:max_over_time10m >= {turns_runaway_min}",
           Dur(300), "Multi-turn rollouts run far more turns than the run's own baseline.",
           f"Run {R}: a rollout took {{{{ $value }}}} turns, several times the recent maximum.",
           ("rl_turns",)),
