@@ -26,6 +26,12 @@ from exporter.catalog import CATALOG  # noqa: E402
 
 logging.getLogger("rl_exporter").setLevel(logging.ERROR)
 
+try:  # a trainer has torch loaded, which makes log() scan value types for tensors: measure that
+    import torch  # noqa: F401
+    TORCH = True
+except ImportError:
+    TORCH = False
+
 STAT_FAMILIES = ["critic/score", "critic/rewards", "critic/advantages", "critic/returns",
                  "response_length", "prompt_length", "global_seqlen", "num_turns"]
 
@@ -221,7 +227,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     rounds, n = (2, 1000) if args.quick else (5, 4000)
-    print("## Caller-thread cost of one 150-key frame (median per call)\n")
+    print("## Caller-thread cost of one 150-key frame (median per call; torch "
+          f"{'loaded' if TORCH else 'not installed'})\n")
     print("| method | µs/frame | × prometheus_client |\n|---|---:|---:|")
     for name, us, ratio in bench_caller(rounds, n):
         print(f"| {name} | {us:.2f} | {ratio:.3f} |")

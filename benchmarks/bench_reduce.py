@@ -104,8 +104,8 @@ def main(argv=None) -> int:
     print(f"reduce_across_ranks: {a.keys} keys, {a.world} gloo processes (CPU), "
           f"torch {torch.__version__}, {os.cpu_count()} cores, {a.iters} iterations")
     print(f"first call (layout agreement): {res['ours'][2]} collectives")
-    print(f"| method | collectives/call | us/call | vs ours |")
-    print(f"|---|---|---|---|")
+    print("| method | collectives/call | us/call | vs ours |")
+    print("|---|---|---|---|")
     for name in ("ours", "per-key", "gather-objects"):
         t, coll, _, _ = res[name]
         print(f"| {name} | {coll:g} | {t * 1e6:,.0f} | {t / ours:.1f}x |")

@@ -20,6 +20,7 @@ import math
 import numbers
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -39,6 +40,7 @@ DEFAULT_FALLBACK_LIMIT = 500      # distinct unknown keys exported under rl_unma
 DEFAULT_QUEUE_SIZE = 1024         # frames
 _KEY_CACHE_LIMIT = 100_000        # resolved keys kept; past it, unknown keys are resolved each time
 _INF = math.inf
+_modules = sys.modules
 
 
 class _Slot:
@@ -201,8 +203,11 @@ class Exporter:
                 self._dropped["not_a_mapping"] += 1
                 self._error("frame", None, f"log() got a {type(frame).__name__}, not a dict; dropped")
                 return
-            if not self._plain.issuperset(map(type, frame.values())):
-                frame = prepare_values(frame, self._plain)  # tensors: snapshot without a CUDA sync
+            # Only torch tensors need work on this thread (a snapshot, without a CUDA sync);
+            # without torch loaded there can be none, so skip the per-value type scan.
+            if _modules.get("torch") is not None and \
+                    not self._plain.issuperset(map(type, frame.values())):
+                frame = prepare_values(frame, self._plain)
             item = (frame, step, time.time())
             with self._qlock:
                 if len(self._queue) >= self._queue_size:

@@ -12,7 +12,7 @@ import math
 import threading
 from collections import defaultdict
 
-from .catalog import CATALOG, COUNTER, INFO, STATE, Catalog, Metric
+from .catalog import CATALOG, COUNTER, INFO, Catalog, Metric
 
 log = logging.getLogger(__name__)
 

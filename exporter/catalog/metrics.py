@@ -7,7 +7,7 @@ Help texts say which frameworks feed a metric and where they differ.
 """
 from __future__ import annotations
 
-from .model import (COUNTER, GAUGE, HISTOGRAM, INFO, LAST, MAX, MEAN, MIN, STATE, SUM,
+from .model import (COUNTER, GAUGE, HISTOGRAM, INFO, LAST, MAX, MEAN, STATE, SUM,
                     WMEAN, Metric)
 
 # Labels that any gauge may carry (see model.py for the conventions).

@@ -17,7 +17,6 @@ synced from them and skip, saying why, while those directories have no generated
 """
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 import os

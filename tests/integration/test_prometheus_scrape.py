@@ -1,7 +1,6 @@
 """A real Prometheus scrapes `rl-exporter demo`; PromQL sees the canonical series."""
 import math
 import subprocess
-import sys
 import urllib.request
 
 import pytest

@@ -11,7 +11,7 @@ no two keys here map to the same series.
 import re
 
 from ..metrics import SPLIT, STAT
-from ..model import COUNTER, GAUGE, MAX, MEAN, SUM, WMEAN, Metric, Vocabulary, alias, pattern
+from ..model import COUNTER, GAUGE, MEAN, SUM, WMEAN, Metric, Vocabulary, alias, pattern
 
 METRICS = [
     Metric("rl_outcome_sequences", GAUGE, "{sequence}",

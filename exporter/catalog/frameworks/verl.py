@@ -4,7 +4,7 @@ Keys come from metric_utils.compute_data_metrics/compute_timing_metrics/
 compute_throughout_metrics, ray_trainer.fit, core_algos and the workers.
 `x/mean|max|min` statistics resolve through the base key (stat label).
 """
-from ..model import GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
+from ..model import GAUGE, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
 from ..metrics import SPLIT, STAT
 
 GB = 2.0 ** 30  # torch memory stats are divided by 1024**3 in veRL

@@ -35,12 +35,19 @@ def lands(key: str, framework: str, metric: str, labels: dict | None = None, sca
     return r
 
 
+def bundled_keys(framework: str) -> dict:
+    """This checkout's copy of framework-keys.json for one framework (tests/unit/catalog/data)."""
+    return json.loads((Path(__file__).parent / "data" / f"framework_keys_{framework}.json").read_text())
+
+
 def known(key: str, framework: str):
     """Resolves to a catalog entry, or is ignored with a reason: never the fallback."""
     r = CATALOG.resolve(key, framework)
     assert not r.fallback, f"{key!r} fell back in {framework}: {r.reason}"
     if r.ignored:
         assert r.reason.strip(), f"{key!r} ignored without a reason"
+    else:
+        assert r.metric is not None and r.metric.name.startswith("rl_"), r
     return r
 
 

@@ -2,7 +2,6 @@
 transformers' CallbackHandler calls them (args, state, control, **kwargs)."""
 from __future__ import annotations
 
-import sys
 from types import SimpleNamespace
 
 from exporter.hook import Exporter
