@@ -15,7 +15,6 @@ expressions).
 """
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 
@@ -116,8 +115,6 @@ CONFIG: dict[str, object] = {
     "turns_runaway_min": 8,
 }
 
-# Which keys of CONFIG are durations for the renderer (besides Dur values).
-_DUR_RE = re.compile(r"\{(\w+)\}")
 
 
 @dataclass
@@ -563,9 +560,6 @@ def alert(name: str) -> Alert:
     raise KeyError(name)
 
 
-_NAME_TOKEN = re.compile(r"\b(rl_[a-z0-9_]+|up)\b(?=\s*(\{|\[|\)|$|\s|offset|!=|==|>|<|/|\*|-|\+))")
-
-
 def metric_names(expr: str) -> set[str]:
     """Metric names an expression selects (rl_* plus up); recording-rule names are excluded."""
     expr = re.sub(r'"[^"]*"', '""', expr)  # drop label values (e.g. "rl_loss" in label_replace)
@@ -591,7 +585,3 @@ def yaml_text(doc: dict) -> str:
             "# change the source (or pass --overrides) and re-render; `python -m alerts --check` "
             "fails on drift.\n")
     return head + yaml.dump(doc, Dumper=_D, sort_keys=False, width=120, allow_unicode=True)
-
-
-def copy_config() -> dict:
-    return copy.deepcopy(CONFIG)
