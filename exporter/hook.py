@@ -317,7 +317,7 @@ class Exporter:
         if step is None:
             step = 0 if self._last_step is None else self._last_step + 1  # count frames
         else:
-            step = self._number(step)
+            step = self._number_or_reject(None, step, count=False)
             if step is None or step != step:
                 return
         if step != self._last_step:
@@ -424,9 +424,8 @@ class Exporter:
             self._slots[key] = slot
         return slot
 
-    def _number(self, v):
-        if v is None:
-            return None
+    def _number_or_reject(self, key, v, count: bool = True):
+        """A float, or None (rejections counted unless count=False)."""
         tv = v.__class__
         if tv is float:
             return v
@@ -434,20 +433,10 @@ class Exporter:
             try:
                 return float(v)
             except OverflowError:
+                if count:
+                    self._rejected["overflow"] += 1
                 return None
-        return self._coerce(None, v, count=False)
-
-    def _number_or_reject(self, key, v):
-        tv = v.__class__
-        if tv is float:
-            return v
-        if tv is int or tv is bool:
-            try:
-                return float(v)
-            except OverflowError:
-                self._rejected["overflow"] += 1
-                return None
-        return self._coerce(key, v)
+        return self._coerce(key, v, count)
 
     def _coerce(self, key, v, count: bool = True):
         """Anything but float/int/bool: numbers, numpy, tensors; else a counted rejection."""

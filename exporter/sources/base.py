@@ -14,6 +14,8 @@ follower never checkpoints past its first line. Rejected lines are counted in
 """
 from __future__ import annotations
 
+import json
+
 import math
 import re
 from collections import Counter
@@ -198,6 +200,24 @@ class Parser:
     def reset(self) -> None:
         """The file was truncated or replaced: forget any half-assembled record."""
         self.flush()
+
+    def json_record(self, line: str) -> dict | None:
+        """A JSONL line's object when it has a `data` object; else None, counted
+        (blank lines are not counted; other text is skipped; bad JSON and shape rejected)."""
+        s = line.strip()
+        if not s.startswith("{"):
+            if s:
+                self.skipped += 1
+            return None
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            self.rejected["bad_json"] += 1
+            return None
+        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
+            self.rejected["schema"] += 1
+            return None
+        return obj
 
 
 def step_of(v):

@@ -61,18 +61,10 @@ class SpoolParser(Parser):
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:
-        s = line.strip()
-        if not s.startswith("{"):
-            if s:
-                self.skipped += 1
+        obj = self.json_record(line)
+        if obj is None:
             return []
-        try:
-            obj = json.loads(s)
-        except ValueError:
-            self.rejected["bad_json"] += 1
-            return []
-        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict) \
-                or obj.get("spool") != VERSION:
+        if obj.get("spool") != VERSION:
             self.rejected["schema"] += 1
             return []
         data = decode_data(obj["data"])

@@ -5,8 +5,6 @@ A null value stays None (absent for this step, as the hook treats it).
 """
 from __future__ import annotations
 
-import json
-
 from .base import Frame, Parser, step_of
 
 FORMAT = "verl_jsonl"
@@ -19,18 +17,8 @@ class VerlJsonlParser(Parser):
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:
-        s = line.strip()
-        if not s.startswith("{"):
-            if s:
-                self.skipped += 1
-            return []
-        try:
-            obj = json.loads(s)
-        except ValueError:
-            self.rejected["bad_json"] += 1
-            return []
-        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
-            self.rejected["schema"] += 1
+        obj = self.json_record(line)
+        if obj is None:
             return []
         data = obj["data"]
         if not _SCALARS.issuperset(map(type, data.values())):
