@@ -15,7 +15,6 @@ follower never checkpoints past its first line. Rejected lines are counted in
 from __future__ import annotations
 
 import json
-
 import math
 import re
 from collections import Counter
