@@ -26,11 +26,14 @@ from exporter.catalog import CATALOG  # noqa: E402
 
 logging.getLogger("rl_exporter").setLevel(logging.ERROR)
 
-try:  # a trainer has torch loaded, which makes log() scan value types for tensors: measure that
-    import torch  # noqa: F401
-    TORCH = True
-except ImportError:
-    TORCH = False
+# A trainer has torch loaded, which makes log() scan value types for tensors to snapshot:
+# measured by default; --without-torch measures the path of a process without torch.
+TORCH = "--without-torch" not in sys.argv
+if TORCH:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        TORCH = False
 
 STAT_FAMILIES = ["critic/score", "critic/rewards", "critic/advantages", "critic/returns",
                  "response_length", "prompt_length", "global_seqlen", "num_turns"]
@@ -118,6 +121,8 @@ def bench_caller(rounds: int, n: int) -> list[tuple[str, float, float]]:
                ("prometheus_client Gauge.set x150", prom),
                ("OTel sync Gauge.set x150, 2 attributes", otel_set)]
     try:
+        if not TORCH:
+            raise ImportError
         from torch.utils.tensorboard import SummaryWriter  # noqa: F401
         import tempfile
         tb = SummaryWriter(tempfile.mkdtemp())
@@ -225,10 +230,11 @@ def bench_render(rounds: int, sizes=(1000, 10000)):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--without-torch", action="store_true", help="do not import torch (no tensor scan)")
     args = ap.parse_args()
     rounds, n = (2, 1000) if args.quick else (5, 4000)
     print("## Caller-thread cost of one 150-key frame (median per call; torch "
-          f"{'loaded' if TORCH else 'not installed'})\n")
+          f"{'loaded: log() scans value types for tensors' if TORCH else 'not loaded'})\n")
     print("| method | µs/frame | × prometheus_client |\n|---|---:|---:|")
     for name, us, ratio in bench_caller(rounds, n):
         print(f"| {name} | {us:.2f} | {ratio:.3f} |")
