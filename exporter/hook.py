@@ -122,7 +122,7 @@ class Exporter:
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
                  scope_labels: bool = False, poll_interval: float = 0.02,
-                 gpu: bool | str = "auto", gpu_interval: float = 5.0):
+                 gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None):
         self.run = run or _default_run()
         self.catalog = catalog
         if framework not in ("auto",) and framework not in catalog.vocabularies:
@@ -181,6 +181,14 @@ class Exporter:
             except OSError as e:
                 self._error("bind", e, f"cannot serve /metrics on {addr}:{port} ({e}); "
                             "metrics are still collected (pass port=0 for a free port)")
+        # Optional replay log in our spool format (exporter/sources/spool.py), written by the
+        # worker: `rl-exporter serve --source spool:PATH` or `rl-exporter parse` read it back.
+        self._spool = None
+        if spool:
+            try:
+                self._spool = open(spool, "a", encoding="utf-8", buffering=1)
+            except OSError as e:
+                self._error("spool", e, f"cannot write the spool {spool} ({e}); not spooling")
         self._worker = threading.Thread(target=self._work, name="rl-exporter-worker", daemon=True)
         self._worker.start()
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
@@ -227,6 +235,8 @@ class Exporter:
             if getattr(self, "gpu_sampler", None) is not None:
                 self.gpu_sampler.stop()
             self._worker.join(timeout)
+            if self._spool is not None:
+                self._spool.close()
             self.telemetry.force_flush()
             self.telemetry.shutdown()
         except Exception as e:
@@ -310,8 +320,26 @@ class Exporter:
         if step is None:
             step = frame_step
         self._advance(step, ts)
+        if self._spool is not None:
+            self._write_spool(frame, step, ts)
         self._processed += 1
         self._last_frame_ts = time.time()
+
+    def _write_spool(self, frame: dict, step, ts: float) -> None:
+        from .sources.spool import encode
+        data = {}
+        for k, v in frame.items():
+            if v is None or v.__class__ in (float, int, str):
+                data[str(k)] = v
+            else:
+                num = self._number_or_reject(k, v, count=False)  # numpy, bool, resolved tensors
+                if num is not None:
+                    data[str(k)] = num
+        try:
+            self._spool.write(encode(step, data, ts=round(ts, 3), run=self.run,
+                                     framework=self.framework) + "\n")
+        except (OSError, ValueError) as e:
+            self._error("spool", e)
 
     def _advance(self, step, ts: float) -> None:
         if step is None:

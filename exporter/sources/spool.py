@@ -13,6 +13,7 @@
 - written by `rl-exporter serve --spool-out PATH` with two more fields, `src` (the
   file the frame came from) and `off` (byte offset in it after the frame's record,
   and `gen`, its generation): serve uses them to resume exactly once after a crash.
+The hook writes it too with `Exporter(spool=PATH)` (without src/off).
 `rl-exporter parse` and `serve --source spool:PATH` read it back (replay).
 """
 from __future__ import annotations

@@ -287,3 +287,27 @@ def test_context_manager_closes():
     with Exporter(run="c", serve=False) as ex:
         ex.log({"actor/pg_clipfrac": 0.1})
     assert ex._closed and not ex._worker.is_alive()
+
+
+def test_spool_replays_to_the_same_series(tmp_path):
+    """The hook can write our spool format; replaying it gives the same canonical series."""
+    from exporter.sources import make_parser
+    path = tmp_path / "run.spool.jsonl"
+    frames = [{"actor/pg_clipfrac": 0.1, "actor/pg_loss": float("nan"), "critic/score/max": 1,
+               "actor/lr": None}, {"actor/pg_clipfrac": 0.2, "training/global_step": 9}]
+    with Exporter(run="sp", framework="verl", serve=False, spool=str(path)) as ex:
+        for i, f in enumerate(frames):
+            ex.log(f, step=None if i else 4)
+        live = scrape(ex)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2 and '"actor/pg_loss":"NaN"' in lines[0]
+    parser = make_parser("spool")
+    replayed = [fr for line in lines for fr in parser.feed(line)]
+    assert [fr.step for fr in replayed] == [4, 9]
+    with Exporter(run="sp", framework="verl", serve=False) as again:
+        for fr in replayed:
+            again.log(fr.data, step=fr.step)
+        back = scrape(again)
+    for key in [("rl_policy_clip_ratio", ()), ("rl_score", (("stat", "max"),)), ("rl_training_step", ())]:
+        assert back[key] == live[key]
+    assert math.isnan(back[("rl_policy_loss", ())])
