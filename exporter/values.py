@@ -13,6 +13,7 @@ import sys
 import time
 
 PLAIN_TYPES = frozenset({float, int, bool, str, type(None)})
+DEVICE_TIMEOUT_S = 60.0  # a device copy not done by then is dropped and counted (device_timeout)
 
 
 class Pending:
@@ -20,8 +21,9 @@ class Pending:
 
     __slots__ = ("_host", "_index", "_event", "_timeout")
 
-    def __init__(self, host, index: int, event, timeout: float = 60.0):
-        self._host, self._index, self._event, self._timeout = host, index, event, timeout
+    def __init__(self, host, index: int, event, timeout: float | None = None):
+        self._host, self._index, self._event = host, index, event
+        self._timeout = DEVICE_TIMEOUT_S if timeout is None else timeout
 
     def result(self):
         deadline = time.monotonic() + self._timeout
@@ -65,7 +67,9 @@ def _snapshot_cuda(frame: dict, keys: list, tensors: list) -> None:
     import torch
     with torch.no_grad():
         stacked = torch.stack([t.detach().reshape(()).to(torch.float64) for t in tensors])
-        host = torch.empty(stacked.shape, dtype=torch.float64, pin_memory=True)
+        # pinned host memory makes the copy asynchronous (always the case on a CUDA machine)
+        host = torch.empty(stacked.shape, dtype=torch.float64,
+                           pin_memory=torch.cuda.is_available())
         host.copy_(stacked, non_blocking=True)
         event = torch.cuda.Event()
         event.record()
