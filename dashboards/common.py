@@ -36,6 +36,7 @@ REWARD_STD = "the framework logs the reward standard deviation (TRL reward_std, 
 SKIP_REASON = "an update was skipped (posttrain optim/skip_reason); healthy runs never fill it"
 ERRORS = "the exporter hit an internal error (healthy: never)"
 QUEUE_DROPS = "frames were dropped (healthy: never)"
+SIDECAR = "metrics come from `rl-exporter serve` following log files (the sidecar)"
 
 
 def sel(metric: str, extra: str = "") -> str:

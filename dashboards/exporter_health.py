@@ -1,7 +1,7 @@
 """Exporter health: is rl-exporter itself receiving, processing and exposing frames?"""
 from __future__ import annotations
 
-from .common import ERRORS, QUEUE_DROPS, RATE, hist_heatmap, q, qi, sel, stat, ts
+from .common import ERRORS, QUEUE_DROPS, RATE, SIDECAR, hist_heatmap, q, qi, sel, stat, ts
 from .model import Dashboard, Row
 
 ROWS = [
@@ -69,11 +69,31 @@ ROWS = [
            q(f"increase({sel('rl_exporter_errors_total')}[{RATE}])", "{{run}} {{kind}}", gate=ERRORS),
            unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
     ]),
+    Row("Sidecar sources", [
+        ts("Source lag", "Bytes of each followed file not read yet (rl-exporter serve).",
+           "near 0 while the trainer writes; a growing lag means serve cannot keep up.",
+           q(f"max by (run, source) ({sel('rl_exporter_source_lag_bytes')})", "{{run}} {{source}}",
+             gate=SIDECAR), unit="bytes", min=0, width=8),
+        ts("Lines rejected by reason", "Log lines the parsers could not use: fragments, malformed "
+           "records, values cut off, over-long lines, binary garbage.",
+           "0 or a trickle (wrapped terminal lines); a steady rate means a format mismatch: "
+           "try `rl-exporter parse FILE`.",
+           q(f"sum by (run, reason) (increase({sel('rl_exporter_source_lines_rejected_total')}[{RATE}]))",
+             "{{run}} {{reason}}", gate=SIDECAR), unit="short", min=0, width=8),
+        ts("Rotations and truncations", "Files rotated or truncated (veRL truncates its JSONL on "
+           "every start) that serve detected and followed.",
+           "a truncation at each trainer (re)start; many per hour means two writers or a log collector "
+           "rewriting the file.",
+           q(f"sum by (run) (increase({sel('rl_exporter_source_rotations_total')}[1h]))",
+             "{{run}} rotations", gate=SIDECAR),
+           q(f"sum by (run) (increase({sel('rl_exporter_source_truncations_total')}[1h]))",
+             "{{run}} truncations", gate=SIDECAR), unit="short", min=0, width=8),
+    ]),
 ]
 
 DASHBOARD = Dashboard(
     uid="rl-exporter-health", title="rl-exporter health",
     description="Frames, drops, non-finite values, unknown/fallback keys, queue and worker time "
-                "of the exporter itself (and a sidecar's source lag as the last-frame age).",
+                "of the exporter itself, and the sidecar's sources (lag, rejected lines, rotations).",
     rows=ROWS, tags=["rl-exporter", "exporter"])
 
