@@ -29,7 +29,7 @@ import sys
 import threading
 
 from .catalog import HISTOGRAM, sanitize_label_value
-from .timers import _CREATE_LOCK, _error, resolver_of
+from .timers import _error, attached, resolver_of
 
 log = logging.getLogger("rl_exporter")
 
@@ -226,11 +226,4 @@ def merge_histogram(instrument, attrs: dict, counts, total: float, vmin: float, 
 
 
 def distributions_of(exporter) -> Distributions:
-    d = exporter.__dict__.get("_rlx_distributions")
-    if d is None:
-        with _CREATE_LOCK:
-            d = exporter.__dict__.get("_rlx_distributions")
-            if d is None:
-                d = Distributions(exporter)
-                exporter.__dict__["_rlx_distributions"] = d
-    return d
+    return attached(exporter, "_rlx_distributions", Distributions)

@@ -124,15 +124,20 @@ def _error(exporter, kind, exc, message=None):
         log.error("rl-exporter: %s failed: %r", kind, exc)
 
 
-def resolver_of(exporter) -> DeviceResolver:
-    r = exporter.__dict__.get("_rlx_device_resolver")
-    if r is None:
+def attached(exporter, attr: str, factory):
+    """The exporter's helper object `attr`, created by factory(exporter) on first use.
+    Helpers hang off the exporter so an exporter without timers or observe() pays nothing."""
+    obj = exporter.__dict__.get(attr)
+    if obj is None:
         with _CREATE_LOCK:
-            r = exporter.__dict__.get("_rlx_device_resolver")
-            if r is None:
-                r = DeviceResolver(exporter)
-                exporter.__dict__["_rlx_device_resolver"] = r
-    return r
+            obj = exporter.__dict__.get(attr)
+            if obj is None:
+                obj = exporter.__dict__[attr] = factory(exporter)
+    return obj
+
+
+def resolver_of(exporter) -> DeviceResolver:
+    return attached(exporter, "_rlx_device_resolver", DeviceResolver)
 
 
 # ================================================================ timers
@@ -315,11 +320,4 @@ class PhaseTimers:
 
 
 def timers_of(exporter) -> PhaseTimers:
-    t = exporter.__dict__.get("_rlx_timers")
-    if t is None:
-        with _CREATE_LOCK:
-            t = exporter.__dict__.get("_rlx_timers")
-            if t is None:
-                t = PhaseTimers(exporter)
-                exporter.__dict__["_rlx_timers"] = t
-    return t
+    return attached(exporter, "_rlx_timers", PhaseTimers)
