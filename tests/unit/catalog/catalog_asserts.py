@@ -23,15 +23,18 @@ def framework_keys() -> dict | None:
     return None
 
 
-def lands(key: str, framework: str, metric: str, labels: dict | None = None, scale: float = 1.0):
-    """Assert `key` resolves (no fallback, not ignored) to `metric` with exactly `labels`."""
+def lands(key: str, framework: str, metric: str, labels: dict | None = None,
+          scale: float | None = 1.0):
+    """Assert `key` resolves (no fallback, not ignored) to `metric` with exactly `labels`
+    (and `scale`, unless scale=None)."""
     r = CATALOG.resolve(key, framework)
     assert not r.fallback, f"{key!r} fell back: {r.reason}"
     assert not r.ignored, f"{key!r} is ignored: {r.reason}"
     assert r.metric is not None and r.metric.name == metric, \
         f"{key!r} -> {r.metric.name if r.metric else None}, expected {metric} ({r.reason})"
     assert dict(r.labels) == (labels or {}), f"{key!r} labels {dict(r.labels)} != {labels or {}}"
-    assert math.isclose(r.scale, scale, rel_tol=1e-12), f"{key!r} scale {r.scale} != {scale}"
+    if scale is not None:
+        assert math.isclose(r.scale, scale, rel_tol=1e-12), f"{key!r} scale {r.scale} != {scale}"
     return r
 
 

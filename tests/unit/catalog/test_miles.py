@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from catalog_asserts import bundled_keys, known
+from catalog_asserts import bundled_keys, known, lands
 from exporter.catalog import CATALOG
 
 FW = "miles"
@@ -88,10 +88,7 @@ def test_every_pattern_has_instances():
 def test_pattern_instances(regex, key, metric, labels):
     if regex != ALL_SLIME:
         assert re.match(regex, key), "instance does not belong to the family"
-    r = res(key)
-    assert not r.fallback and not r.ignored
-    assert r.metric.name == metric
-    assert dict(r.labels) == labels
+    lands(key, FW, metric, labels, scale=None)
 
 
 GB = 2.0 ** 30

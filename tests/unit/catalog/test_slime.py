@@ -6,7 +6,7 @@ import pytest
 
 from exporter.catalog import CATALOG
 
-from catalog_asserts import bundled_keys, known
+from catalog_asserts import bundled_keys, known, lands
 
 FW = "slime"
 DATA = bundled_keys(FW)
@@ -118,10 +118,7 @@ def test_every_pattern_has_instances():
     (rx, k, m, lab) for rx, rows in PATTERN_INSTANCES.items() for k, m, lab in rows])
 def test_pattern_instances(regex, key, metric, labels):
     assert re.match(regex, key), "instance does not belong to the family"
-    r = res(key)
-    assert not r.fallback and not r.ignored
-    assert r.metric.name == metric
-    assert dict(r.labels) == labels
+    lands(key, FW, metric, labels, scale=None)
 
 
 # key, metric, labels, scale, aggregation
