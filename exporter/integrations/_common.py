@@ -14,6 +14,18 @@ ENV_OTLP = "RL_EXPORTER_OTLP_ENDPOINT"
 ENV_DISABLE = "RL_EXPORTER_DISABLE"
 
 
+def get_path(obj, *path):
+    """obj.p1.p2... through dicts, OmegaConf configs (.get) or attributes; None when missing."""
+    for p in path:
+        if obj is None:
+            return None
+        try:
+            obj = obj.get(p) if hasattr(obj, "get") else getattr(obj, p, None)
+        except Exception:  # a config object that refuses unknown keys
+            return None
+    return obj
+
+
 def disabled() -> bool:
     return os.environ.get(ENV_DISABLE, "").strip().lower() in ("1", "true", "yes", "on")
 

@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 
-from ._common import disabled, make_exporter, metric_values
+from ._common import disabled, get_path, make_exporter, metric_values
 
 log = logging.getLogger("rl_exporter")
 
@@ -47,14 +47,6 @@ def _rank() -> int:
     return 0
 
 
-def _get(obj, *path):
-    for p in path:
-        if obj is None:
-            return None
-        obj = obj.get(p) if isinstance(obj, dict) else getattr(obj, p, None)
-    return obj
-
-
 class RLExporterStatsHook:
     """Mirror of StatsLogger.commit's export path: same filtering, same steps."""
 
@@ -72,12 +64,12 @@ class RLExporterStatsHook:
     def _ensure(self):
         if self.exporter is None and not self._closed:
             cfg = self._config
-            sl = _get(cfg, "stats_logger") or cfg
-            exp, trial = _get(sl, "experiment_name"), _get(sl, "trial_name")
+            sl = get_path(cfg, "stats_logger") or cfg
+            exp, trial = get_path(sl, "experiment_name"), get_path(sl, "trial_name")
             run = self._run or os.environ.get("RL_EXPORTER_RUN") or (
                 f"{exp}_{trial}" if exp and trial else exp or trial)
             kw = dict(self._exporter_kwargs)
-            path = _get(cfg, "actor", "path")
+            path = get_path(cfg, "actor", "path")
             kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
             self.exporter = make_exporter(FRAMEWORK, run=run, **kw)
         return self.exporter

@@ -23,24 +23,16 @@ from __future__ import annotations
 import logging
 import os
 
-from ._common import make_exporter, metric_values
+from ._common import get_path, make_exporter, metric_values
 
 log = logging.getLogger("rl_exporter")
 
 FRAMEWORK = "openrlhf"
 
 
-def _get(obj, *path):
-    for p in path:
-        if obj is None:
-            return None
-        obj = obj.get(p) if isinstance(obj, dict) else getattr(obj, p, None)
-    return obj
-
-
 def run_name_of(args) -> str | None:
     """OpenRLHF's run name: logger.wandb.run_name (0.11) or wandb_run_name (older flat args)."""
-    return _get(args, "logger", "wandb", "run_name") or _get(args, "wandb_run_name")
+    return get_path(args, "logger", "wandb", "run_name") or get_path(args, "wandb_run_name")
 
 
 class RLExporterLogger:
@@ -51,8 +43,8 @@ class RLExporterLogger:
         self._closed = False
         if exporter is None:
             run = run or os.environ.get("RL_EXPORTER_RUN") or run_name_of(args)
-            algo = _get(args, "algo", "advantage", "estimator") or _get(args, "advantage_estimator")
-            model = _get(args, "actor", "model_name_or_path") or _get(args, "pretrain")
+            algo = get_path(args, "algo", "advantage", "estimator") or get_path(args, "advantage_estimator")
+            model = get_path(args, "actor", "model_name_or_path") or get_path(args, "pretrain")
             exporter_kwargs.setdefault("algorithm", str(algo) if algo else None)
             exporter_kwargs.setdefault("model", os.path.basename(str(model).rstrip("/")) if model else None)
             exporter = make_exporter(FRAMEWORK, run=run, **exporter_kwargs)
@@ -116,7 +108,7 @@ def attach(trainer, *, slot: str | None = None, **kwargs) -> RLExporterLogger:
     Uses the trainer's `tensorboard_logger` slot (another with slot=...); a logger already in
     the slot keeps receiving every call.
     """
-    args = getattr(trainer, "args", None) or _get(trainer, "strategy", "args")
+    args = getattr(trainer, "args", None) or get_path(trainer, "strategy", "args")
     ours = RLExporterLogger(args, **kwargs)
     slot = slot or "tensorboard_logger"
     theirs = getattr(trainer, slot, None)

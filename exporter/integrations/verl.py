@@ -30,23 +30,12 @@ import inspect
 import logging
 import os
 
-from ._common import disabled, make_exporter, metric_values
+from ._common import disabled, get_path, make_exporter, metric_values
 
 log = logging.getLogger("rl_exporter")
 
 BACKEND = "rl_exporter"
 FRAMEWORK = "verl"
-
-
-def _get(d, *path):
-    for p in path:
-        if d is None:
-            return None
-        try:
-            d = d.get(p) if hasattr(d, "get") else getattr(d, p, None)
-        except Exception:
-            return None
-    return d
 
 
 def _exporter_params() -> set[str]:
@@ -56,7 +45,7 @@ def _exporter_params() -> set[str]:
 
 def settings_from_config(config) -> dict:
     """Exporter keywords from config['trainer']['rl_exporter'] (unknown keys are logged, dropped)."""
-    raw = _get(config, "trainer", "rl_exporter")
+    raw = get_path(config, "trainer", "rl_exporter")
     if not raw:
         return {}
     try:
@@ -85,9 +74,9 @@ class RLExporterBackend:
             kw = settings_from_config(config)
             kw.update({k: v for k, v in exporter_kwargs.items() if v is not None})
             kw.setdefault("run", os.environ.get("RL_EXPORTER_RUN") or experiment_name)
-            algo = _get(config, "algorithm", "adv_estimator")
+            algo = get_path(config, "algorithm", "adv_estimator")
             kw.setdefault("algorithm", str(algo) if algo is not None else None)
-            path = _get(config, "actor_rollout_ref", "model", "path")
+            path = get_path(config, "actor_rollout_ref", "model", "path")
             kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
             self.exporter = make_exporter(FRAMEWORK, **kw)
             if self.exporter.url:
