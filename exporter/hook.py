@@ -13,6 +13,7 @@ raises into the training loop: failures are counted and logged once per kind.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import decimal
 import logging
@@ -23,6 +24,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 
 from prometheus_client import CollectorRegistry
 
@@ -41,6 +43,13 @@ DEFAULT_QUEUE_SIZE = 1024         # frames
 _KEY_CACHE_LIMIT = 100_000        # resolved keys kept; past it, unknown keys are resolved each time
 _INF = math.inf
 _modules = sys.modules
+_LIVE: "weakref.WeakSet[Exporter]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_exporters() -> None:
+    for ex in list(_LIVE):
+        ex.close(timeout=2.0)
 
 
 class _Slot:
@@ -191,6 +200,7 @@ class Exporter:
                 self._error("spool", e, f"cannot write the spool {spool} ({e}); not spooling")
         self._worker = threading.Thread(target=self._work, name="rl-exporter-worker", daemon=True)
         self._worker.start()
+        _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)

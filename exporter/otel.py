@@ -56,14 +56,16 @@ class Telemetry:
         self._gauge_provider = None
         if self.otlp_endpoint:
             readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s))
+        # shutdown_on_exit=False: Exporter.close() (also run at exit) shuts down in order
         self.provider = MeterProvider(resource=self.resource, metric_readers=readers,
-                                      views=_histogram_views(catalog))
+                                      views=_histogram_views(catalog), shutdown_on_exit=False)
         self.meter = self.provider.get_meter(SCOPE, __version__)
         self._instruments: dict[str, object] = {}
         if self.otlp_endpoint:
             self._gauge_provider = MeterProvider(
                 resource=self.resource,
-                metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)])
+                metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)],
+                shutdown_on_exit=False)
             self._stores = []
             self._gauge_meter = self._gauge_provider.get_meter(SCOPE, __version__)
             self._mirrored: set[str] = set()

@@ -311,3 +311,15 @@ def test_spool_replays_to_the_same_series(tmp_path):
     for key in [("rl_policy_clip_ratio", ()), ("rl_score", (("stat", "max"),)), ("rl_training_step", ())]:
         assert back[key] == live[key]
     assert math.isnan(back[("rl_policy_loss", ())])
+
+
+def test_frames_queued_at_exit_are_processed_without_close(tmp_path):
+    import subprocess
+    import sys
+    spool = tmp_path / "s.jsonl"
+    code = ("from exporter import Exporter\n"
+            f"ex = Exporter(run='x', serve=False, spool={str(spool)!r})\n"
+            "for i in range(200):\n    ex.log({'actor/pg_clipfrac': float(i)}, step=i)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "shutdown can only be called once" not in r.stderr, r.stderr
+    assert len(spool.read_text().splitlines()) == 200
