@@ -525,10 +525,26 @@ def _fmt(expr: str, values: dict) -> str:
     return _PLACEHOLDER.sub(sub, expr).replace("{{", "{").replace("}}", "}")
 
 
-def render(overrides: dict | None = None, time_scale: float = 1.0) -> dict:
-    """The rule file as a dict: {"groups": [...]} ready for yaml.safe_dump."""
+THRESHOLD_SENTINEL = "__threshold_{}__"
+
+
+def numeric_thresholds(overrides: dict | None = None) -> dict[str, str]:
+    """Every plain-number setting of CONFIG (not windows or durations), as rendered."""
+    cfg, _, _ = _apply_overrides(overrides)
+    return {k: _num(v) for k, v in cfg.items() if not isinstance(v, (Dur, str))}
+
+
+def render(overrides: dict | None = None, time_scale: float = 1.0,
+           parameterised: bool = False) -> dict:
+    """The rule file as a dict: {"groups": [...]} ready for yaml.safe_dump.
+
+    parameterised=True leaves every plain-number threshold as a named sentinel
+    (THRESHOLD_SENTINEL) in expressions and descriptions: the Helm chart fills them from
+    `prometheusRule.thresholds` or numeric_thresholds(), so users tune by name."""
     cfg, per_alert, base_url = _apply_overrides(overrides)
     vals = _values(cfg, time_scale)
+    if parameterised:
+        vals.update({k: THRESHOLD_SENTINEL.format(k) for k in numeric_thresholds(overrides)})
     records = [{"record": r.record, "expr": _fmt(r.expr, vals)} for r in RECORDINGS]
     alerts = []
     for a in ALERTS:

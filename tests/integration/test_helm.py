@@ -562,9 +562,7 @@ def test_prometheusrule_identical_to_standin_sources(helm, chart, standin_root, 
 
 def test_prometheusrule_identical_to_repository_alerts(helm, repo_chart, work):
     groups = rule_groups_from(ROOT)
-    if not groups:
-        pytest.skip("alerts/rules/*.yaml not generated in this checkout yet (alerts issue); "
-                    "compared against stand-in rules above")
+    assert groups, "alerts/rules/*.yaml missing: run `python -m alerts render`"
     pr = template(helm, repo_chart, *CRDS).one("PrometheusRule")
     assert pr["spec"]["groups"] == groups
     promtool_check(work, pr["spec"]["groups"], "repo")
@@ -608,6 +606,31 @@ def test_rule_overrides(helm, chart, work):
 def test_unknown_rule_override_fails(helm, chart):
     r = template(helm, chart, *CRDS, "--set", "prometheusRule.rules.RLNoSuchAlert.disabled=true", check=False)
     assert r.returncode != 0 and "prometheusRule.rules.RLNoSuchAlert: no alert or recording rule" in r.stderr
+
+
+def test_thresholds_are_tuned_by_name(helm, repo_chart, work):
+    """prometheusRule.thresholds.<name> changes that threshold in the expression and the
+    description, and nothing else; promtool still accepts the rules."""
+    base = template(helm, repo_chart, *CRDS).one("PrometheusRule")
+    tuned = template(helm, repo_chart, *CRDS, "--set", "prometheusRule.thresholds.clip_ratio_high=0.42",
+                     "--set", "prometheusRule.thresholds.nonfinite_consecutive_skips=5").one("PrometheusRule")
+    rules = lambda pr: {r.get("alert") or r["record"]: r for g in pr["spec"]["groups"] for r in g["rules"]}  # noqa: E731
+    b, t = rules(base), rules(tuned)
+    assert b["RLClipFractionHigh"]["expr"].rstrip().endswith("> 0.3")
+    assert t["RLClipFractionHigh"]["expr"].rstrip().endswith("> 0.42")
+    assert t["RLOptimizerNonFiniteSkips"]["expr"].rstrip().endswith(">= 5")
+    changed = {n for n in b if b[n] != t[n]}
+    assert changed == {"RLClipFractionHigh", "RLOptimizerNonFiniteSkips"}
+    assert "__threshold_" not in yaml.safe_dump(tuned)
+    promtool_check(work, tuned["spec"]["groups"], "tuned")
+
+
+def test_unknown_or_non_numeric_threshold_fails(helm, repo_chart):
+    r = template(helm, repo_chart, *CRDS, "--set", "prometheusRule.thresholds.clip_ratio_hihg=0.4", check=False)
+    assert r.returncode != 0 and "prometheusRule.thresholds.clip_ratio_hihg: no such threshold" in r.stderr
+    assert "clip_ratio_high" in r.stderr  # the message lists the known names
+    r = template(helm, repo_chart, *CRDS, "--set", "prometheusRule.thresholds.clip_ratio_high=high", check=False)
+    assert r.returncode != 0 and "prometheusRule.thresholds.clip_ratio_high" in r.stderr
 
 
 # ------------------------------------------------------------------ dashboards

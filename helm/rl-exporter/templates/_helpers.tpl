@@ -262,3 +262,14 @@ and the trainer container the log mount:
 {{- define "rl-exporter.hasCRD" -}}
 {{- if .root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind) -}}true{{- end -}}
 {{- end }}
+
+{{/*
+Replace every `__threshold_<name>__` in .text by .values.<name> (alert threshold tuning).
+*/}}
+{{- define "rl-exporter.fillThresholds" -}}
+{{- $text := .text -}}
+{{- range $name, $v := .values -}}
+{{- $text = replace (printf "__threshold_%s__" $name) $v $text -}}
+{{- end -}}
+{{- $text -}}
+{{- end -}}
