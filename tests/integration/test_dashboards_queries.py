@@ -3,9 +3,6 @@ several `rl-exporter demo` runs (healthy and failure scenarios) at once.
 
 Each query must parse; each must return data unless its panel (or the query) is declared
 feature-gated (GPU, critic, preference, MoE, async, ...: the demo cannot feed those).
-Queries on metrics that the demo's posttrain keys feed once the posttrain vocabulary is
-in the catalog (DEMO_VOCAB_PENDING) are tolerated as empty only while Prometheus has no
-series of that metric at all; then they become strict by themselves.
 """
 from __future__ import annotations
 
@@ -34,11 +31,6 @@ SCENARIOS = ("healthy", "nan-loss", "no-signal", "stall")
 INTERVAL = 0.25      # seconds per simulated step
 ONSET = 12           # failures start ~3 s in
 SETTLE_S = 25        # data to accumulate before querying (rate/deriv windows need points)
-DEMO_VOCAB_PENDING = frozenset({
-    "rl_groups", "rl_optimizer_update_outcome", "rl_optimizer_skip_reason",
-    "rl_optimizer_nonfinite_skips_total", "rl_optimizer_zero_grad_skips_total",
-    "rl_optimizer_consecutive_nonfinite_skips",
-})
 VARS = {"job": ".*", "namespace": ".*", "run": ".*"}
 BUILTINS = {"__rate_interval": "1m", "__interval": "15s", "__range": "5m"}
 
@@ -137,7 +129,7 @@ def test_every_panel_query_parses_and_returns_data(prometheus, capsys):
     empty = get(f"{base}/api/v1/query?" + urllib.parse.urlencode(
         {"query": substitute('rl_reward{run=~"$run", stat="no-such-stat"}')}))
     assert empty["status"] == "success" and empty["data"]["result"] == []
-    checked = with_data = gated = pending = 0
+    checked = with_data = gated = 0
     failures, gated_with_data = [], 0
     for d in DASHBOARDS:
         for panel, q in d.queries:
@@ -157,13 +149,10 @@ def test_every_panel_query_parses_and_returns_data(prometheus, capsys):
             if has_data:
                 continue
             missing = [m for m in q.metrics if m not in present]
-            if missing and set(missing) <= DEMO_VOCAB_PENDING:
-                pending += 1
-                continue
             failures.append(f"{where}\n    returned no data (absent metrics: {missing or 'none'})")
     summary = (f"dashboard query check: {checked} queries checked, {with_data} returned data, "
                f"{gated} feature-gated ({gated_with_data} of them returned data anyway), "
-               f"{pending} empty pending the posttrain vocabulary, {len(failures)} failed; "
+               f"{len(failures)} failed; "
                f"alert rule files loaded: {len(rule_files)}")
     with capsys.disabled():
         print("\n" + summary)
