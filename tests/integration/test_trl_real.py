@@ -38,9 +38,6 @@ pytestmark = pytest.mark.integration
 WORDS = "the a good bad cat dog runs sits on mat is very not yes no and or it this that".split()
 
 # Keys whose canonical series are certain (named in the catalog's help texts and the issue).
-# While the "trl" vocabulary is still empty on this branch they are exported as
-# rl_unmapped_value{key=...}; as soon as the vocabulary has entries (after the merge) the test
-# requires exactly these canonical metrics.
 EXPECT_CANONICAL = {
     "loss": "rl_loss",
     "grad_norm": "rl_grad_norm",
@@ -52,8 +49,6 @@ EXPECT_CANONICAL = {
     "rewards/margins": "rl_preference_reward_margin",
     "rewards/accuracies": "rl_preference_accuracy_ratio",
 }
-TRL_VOCAB = CATALOG.vocabularies["trl"]
-STRICT_CANONICAL = bool(TRL_VOCAB.keys or TRL_VOCAB.patterns)
 
 
 def _scrape_http(url: str) -> dict:
@@ -160,11 +155,11 @@ def _check_against_log_history(trainer, series, framework="trl"):
         got = series[sample]
         assert got == pytest.approx(value, rel=1e-12, abs=0.0) or (
             math.isnan(got) and math.isnan(value)), (key, got, value)
-    if STRICT_CANONICAL:
-        for key, metric in EXPECT_CANONICAL.items():
-            if key in last:
-                assert canonical.get(key) == metric, \
-                    f"{key!r} should export as {metric}, resolved to {canonical.get(key) or 'rl_unmapped_value'}"
+    # every key TRL logged has a canonical series (none falls back to rl_unmapped_value)
+    assert not unmapped, f"TRL keys without a catalog entry: {sorted(unmapped)}"
+    for key, metric in EXPECT_CANONICAL.items():
+        if key in last:
+            assert canonical.get(key) == metric, f"{key!r} should export as {metric}, not {canonical.get(key)}"
     # the step axis is the trainer's optimizer step
     assert series[("rl_training_step", ())] == trainer.state.global_step
     return sorted(last), sorted(unmapped), canonical
