@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
 from ..endpoint import DEFAULT_PORT
@@ -37,6 +38,9 @@ def run(args) -> int:
                   model="simulated-qwen2.5-3b", port=args.port, addr=args.listen,
                   otlp_endpoint=args.otlp_endpoint)
     if ex.url is None:
+        ex.close()
+        print(f"rl-exporter demo: cannot listen on {args.listen}:{args.port} (in use?); "
+              "pick another with --port, or --port 0 for any free port", file=sys.stderr)
         return 1
     sim.attach(ex)  # simulated NVML sampler and run-configuration series
     print(f"rl-exporter demo ({args.scenario}): scrape {ex.url}", flush=True)
