@@ -247,7 +247,7 @@ def main() -> int:
           " prometheus_client bytes | bytes ratio |\n|---:|---:|---:|---:|---:|---:|---:|")
     for n_series, a, b, r, ba, bb, br in bench_render(rounds):
         print(f"| {n_series:,} | {a:.1f} | {b:.1f} | {r:.2f} | {ba:,} | {bb:,} | {br:.2f} |")
-    print("\nTargets (issue): log() <= 5 µs median; worker >= 10,000 frames/s; render <= 1.5x time and "
+    print("\nTargets: log() <= 5 µs median; worker >= 10,000 frames/s; render <= 1.5x time and "
           "<= 1.3x bytes of prometheus_client.")
     return 0
 

@@ -89,7 +89,7 @@ class Catalog:
 
 def _load() -> Catalog:
     metrics = list(METRICS) + list(SELF_METRICS)
-    metrics.extend(importlib.import_module(f"{__name__}.hardware").METRICS)  # GPU + MFU (issue 4)
+    metrics.extend(importlib.import_module(f"{__name__}.hardware").METRICS)  # GPU and MFU metrics
     vocabularies = []
     for name in FRAMEWORKS:
         mod = importlib.import_module(f"{__name__}.frameworks.{name}")

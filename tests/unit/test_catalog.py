@@ -34,7 +34,7 @@ def test_metric_names_follow_prometheus_conventions(m):
 def test_identity_lives_only_on_run_info():
     identity = {"framework", "algorithm", "model", "host", "version", "rank"}
     for m in metrics():
-        allowed = {"rank"} if m.name.startswith("hw_gpu_") else set()  # "this run's GPUs" (GPU issue)
+        allowed = {"rank"} if m.name.startswith("hw_gpu_") else set()  # so "this run's GPUs" is a selector
         if m.kind != INFO:
             assert not (identity - allowed) & set(m.labels), m.name
 
