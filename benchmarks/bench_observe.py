@@ -19,21 +19,6 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def python_calls(fn) -> int:
-    n = 0
-
-    def prof(frame, event, arg):
-        nonlocal n
-        if event == "call":
-            n += 1
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return n
-
-
 def best(fn, repeat):
     times = []
     for _ in range(repeat):
@@ -52,6 +37,7 @@ def main(argv=None) -> int:
     import torch
 
     from exporter import Exporter
+    from exporter.testing import python_calls
     ex = Exporter(run="bench", serve=False)
     x = torch.rand(a.n) * 3          # per-token log-prob gaps, float32, CPU
     arr = x.double().numpy()

@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import sys
+
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -32,3 +34,20 @@ def export_frame(frame: dict, framework: str = "auto", step=None, **kwargs) -> d
         return scrape(ex)
     finally:
         ex.close()
+
+
+def python_calls(fn) -> int:
+    """Python-level function calls made while running fn(): the same count for 1k and 1M
+    elements proves there is no per-element Python work."""
+    n = 0
+
+    def prof(frame, event, arg):
+        nonlocal n
+        if event == "call":
+            n += 1
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return n

@@ -3,14 +3,13 @@ rejections, NaN handling, and no per-element Python work (call counts do not gro
 with the number of values; OTel's per-value record() is never called)."""
 import bisect
 import math
-import sys
 
 import pytest
 
 from exporter import Exporter
 from exporter.catalog import CATALOG
 from exporter.distributions import ALIASES
-from exporter.testing import scrape
+from exporter.testing import python_calls, scrape
 
 np = pytest.importorskip("numpy")
 
@@ -136,21 +135,6 @@ def test_nonfinite_values_are_counted_not_bucketed(ex):
     assert s[("rl_exporter_nonfinite_values_total", (("metric", "rl_sample_advantage"),))] == 4
 
 
-def _python_calls(fn):
-    n = 0
-
-    def prof(frame, event, arg):
-        nonlocal n
-        if event == "call":
-            n += 1
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return n
-
-
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
 def test_no_per_element_python_work(ex, kind, monkeypatch):
     if kind == "torch":
@@ -161,8 +145,8 @@ def test_no_per_element_python_work(ex, kind, monkeypatch):
     hist = ex.telemetry.histogram("rl_token_logprob_gap")
     monkeypatch.setattr(hist, "record", lambda *a, **k: pytest.fail("per-value record()"))
     ex.observe("logprob_gap", small)                   # warm caches
-    calls_small = _python_calls(lambda: ex.observe("logprob_gap", small))
-    calls_big = _python_calls(lambda: ex.observe("logprob_gap", big))
+    calls_small = python_calls(lambda: ex.observe("logprob_gap", small))
+    calls_big = python_calls(lambda: ex.observe("logprob_gap", big))
     assert calls_big == calls_small                    # independent of the number of values
     assert calls_big < 200
     _, count, _ = buckets(ex, "rl_token_logprob_gap")

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from catalog_asserts import frame_fallbacks, framework_keys, known, lands, series_of
+from catalog_asserts import frame_fallbacks, known, lands, research_entry, series_of
 from exporter.catalog import CATALOG
 
 FW = "posttrain_carbonteq"
@@ -102,13 +102,11 @@ def test_every_researched_key_is_known(key):
 
 
 def test_research_file_matches():
-    data = framework_keys()
-    if data is None:
-        pytest.skip("framework-keys.json not mounted here")
-    assert data[FW]["keys"] == KEYS
-    assert sorted(data[FW]["patterns"]) == sorted(PATTERNS)
+    entry = research_entry(FW)
+    assert entry["keys"] == KEYS
+    assert sorted(entry["patterns"]) == sorted(PATTERNS)
     # every native TRL key carbonteq renames lands where plain TRL puts it
-    for trl_key, canonical in data[FW]["mapping_trl_to_canonical"].items():
+    for trl_key, canonical in entry["mapping_trl_to_canonical"].items():
         # `loss` fills policy_loss only when GRPO logs no policy_loss; rollout/spec_* are veRL keys
         if trl_key == "loss" or trl_key.startswith("rollout/"):
             continue
