@@ -125,11 +125,13 @@ def catch_up(mb: int, keys, rng):
             f.write(data)
             size += len(data)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "exporter.cli", "--log-level", "WARNING", "serve",
+    err = open(os.path.join(tmp, "serve.err"), "w+")
+    proc = subprocess.Popen([sys.executable, "-m", "exporter.cli", "--log-level", "INFO", "serve",
                              "--source", f"verl_console:{path}", "--port", "0", "--run", "bench",
                              "--state-file", os.path.join(tmp, "state.json"), "--exit-when-idle",
                              "--idle-flush", "0.01"],
-                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.DEVNULL)
+                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.DEVNULL,
+                            stderr=err)
     # Peak RSS from the child's own VmHWM (ru_maxrss of a forked child can carry the
     # parent's pre-exec high-water mark on Linux, so it is not used).
     hwm = 0
@@ -146,10 +148,13 @@ def catch_up(mb: int, keys, rng):
     st = json.load(open(os.path.join(tmp, "state.json")))
     off = next(iter(next(iter(st["sources"].values()))["files"].values()))["file"]["offset"]
     assert off == size, (off, size)
+    err.seek(0)
+    progress = [ln.split("INFO ", 1)[-1].strip() for ln in err if "catching up" in ln]
+    err.close()
     for p in os.listdir(tmp):
         os.unlink(os.path.join(tmp, p))
     os.rmdir(tmp)
-    return size, step, wall, hwm / 1024
+    return size, step, wall, hwm / 1024, progress
 
 
 def main():
@@ -190,10 +195,12 @@ def main():
           f"({r_ours:,.0f} lines/s)")
 
     mb = a.backlog_mb or (50 if a.quick else 200)
-    size, frames, wall, rss = catch_up(mb, keys, rng)
+    size, frames, wall, rss, progress = catch_up(mb, keys, rng)
     print(f"\ncatch-up: {size / 2**20:.0f} MB backlog ({frames:,} frames of 150 keys + as many "
           f"noise lines) through `serve` and the exporter: {wall:.1f} s "
           f"({size / 2**20 / wall:.1f} MB/s, {frames / wall:,.0f} frames/s), peak RSS {rss:.0f} MB")
+    print(f"progress lines logged by serve: {len(progress)}"
+          + (f" (last: {progress[-1]!r})" if progress else ""))
     print(f"extrapolated to 1 GB: {1024 / (size / 2**20 / wall):.0f} s "
           "(linear: reading is streamed, memory does not grow with the backlog)")
 

@@ -171,12 +171,12 @@ class Exporter:
             "framework": framework, "algorithm": algorithm or "", "model": model or "",
             "host": host or socket.gethostname(), "rank": "" if self.rank is None else str(self.rank),
             "version": __version__})
-        self.collector = StoreCollector(self.store, extra=self._self_metrics)
+        self.collector = StoreCollector(self.store, extra=self.self_metrics)
         self.registry.register(self.collector)
         self.telemetry = Telemetry(self.registry, {"service.name": "rl-exporter", "rl.run": self.run},
                                    catalog=catalog, otlp_endpoint=otlp_endpoint,
                                    otlp_interval_s=otlp_interval, scope_labels=scope_labels)
-        self.telemetry.mirror(self.store, self._self_metrics)
+        self.telemetry.mirror(self.store, self.self_metrics)
         self._frame_hist = self.telemetry.histogram("rl_exporter_frame_processing_seconds")
         self._run_attrs = {"run": self.run}
 
@@ -235,6 +235,16 @@ class Exporter:
         except Exception as e:  # the training loop never sees our exceptions
             self._error("log", e)
 
+    def restore(self, frame: dict, step, ts: float) -> None:
+        """Re-apply a frame this run exported before a restart (the sidecar keeps each
+        source's last frame in its state file): its values, the step and the step's own
+        timestamp are back at once, so dashboards have no hole and a run that hung before
+        the restart still looks stalled. Not counted as processed, not spooled again."""
+        if self._closed or not isinstance(frame, dict):
+            return
+        with self._qlock:
+            self._queue.append((dict(frame), step, float(ts), True))
+
     def close(self, timeout: float = 5.0) -> None:
         """Process what is queued, flush OTLP, stop serving. Idempotent."""
         if self._closed:
@@ -283,10 +293,10 @@ class Exporter:
                 self._queue.clear()
                 self._busy = bool(batch)
             if batch:
-                for frame, step, ts in batch:
+                for item in batch:
                     t0 = time.perf_counter()
                     try:
-                        self._process(frame, step, ts)
+                        self._process(*item)
                     except Exception as e:
                         self._error("process", e)
                     self._frame_hist.record(time.perf_counter() - t0, self._run_attrs)
@@ -299,7 +309,7 @@ class Exporter:
                         continue  # drain what arrived before close()
                 return
 
-    def _process(self, frame: dict, step, ts: float) -> None:
+    def _process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
         slots = self._slots
         values = self.store.values
         frame_step = None
@@ -330,6 +340,8 @@ class Exporter:
         if step is None:
             step = frame_step
         self._advance(step, ts)
+        if restored:  # exported and counted before a restart: values back, counts unchanged
+            return
         if self._spool is not None:
             self._write_spool(frame, step, ts)
         self._processed += 1
@@ -516,7 +528,9 @@ class Exporter:
             log.error("rl-exporter: %s", message or f"{kind} failed: {exc!r}",
                       exc_info=exc if (exc is not None and message is None) else None)
 
-    def _self_metrics(self):
+    def self_metrics(self):
+        """(store, metric, labels, value) of the exporter's own series (frames, drops,
+        rejections, errors, queue): rendered by the collector and mirrored to OTel."""
         s = self.store
         yield s, "rl_exporter_frames_received_total", {}, self._received
         yield s, "rl_exporter_frames_processed_total", {}, self._processed

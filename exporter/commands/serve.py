@@ -131,14 +131,9 @@ def run(args) -> int:
         signal.signal(signal.SIGTERM, _term)
     try:
         if args.exit_when_idle:
-            while sc.poll_once() or any(t.follower.lag or t.parser and t.parser.pending
-                                        for s in sc.sources for t in s.tracks.values()):
+            while sc.poll_once() or not sc.caught_up():
                 pass
-            for s in sc.sources:  # close records still open at the end of the files
-                for t in s.tracks.values():
-                    if t.parser is not None:
-                        s._apply(t, t.parser.flush(), t.follower.offset)
-                        t.safe = t.follower.offset
+            sc.finish()
         else:
             sc.run_forever()
     except KeyboardInterrupt:

@@ -53,7 +53,7 @@ class FileFollower:
         self._buf = bytearray()
         self._skipping = False   # inside an over-long line
         self._old_fd: int | None = None  # rotated file still being drained
-        self._old = None         # (dev, ino, offset) of that file
+        self._old_pos = 0        # where to resume in it
         self.saved = saved
         # counters
         self.bytes_read = 0
@@ -126,8 +126,7 @@ class FileFollower:
                 self.rotations += 1
                 self.gen += 1
                 if old is not None:
-                    self._old_fd, self._old = old, (saved["dev"], saved["ino"], saved["offset"])
-                    self._old_pos = saved["offset"]
+                    self._old_fd, self._old_pos = old, saved["offset"]
                     log.info("%s was rotated while we were down: finishing the old file first",
                              self.path)
                 else:
@@ -211,7 +210,6 @@ class FileFollower:
         events.append(("eof", None, 0, 0))
         os.close(fd)
         self._old_fd = None
-        self._old = None
 
     def _read(self, fd, events, budget) -> int:
         total = 0

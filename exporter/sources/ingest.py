@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
+from collections import Counter
 
 from .base import Frame, step_of
 from .spool import decode_data
@@ -116,3 +117,24 @@ class IngestApp:
         import time
         src.last_frame_ts = time.time()
         return _reply(start_response, "200 OK", {"accepted": len(frames)})
+
+
+class IngestSource:
+    """The POST /ingest pseudo-source (its counters; the app is in ingest.py)."""
+
+    def __init__(self, run: str, framework: str):
+        self.spec = type("Spec", (), {"name": "ingest", "run": run, "format": "ingest"})()
+        self.framework = framework
+        self.lines = 0
+        self.frames = 0
+        self.rejected: Counter = Counter()
+        self.last_frame_ts = float("nan")
+        self.tracks: dict = {}
+        self.docs: dict = {}
+
+    def parser_rejections(self) -> Counter:
+        return Counter(self.rejected)
+
+    def health(self) -> dict:
+        return {"source": "ingest", "format": "ingest", "run": self.spec.run, "state": "listening",
+                "lag_bytes": 0, "frames": self.frames}

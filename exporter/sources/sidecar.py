@@ -24,21 +24,21 @@ import time
 from collections import Counter
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.metrics_core import Metric as PromMetric
-from prometheus_client.samples import Sample
 
-from ..catalog import CATALOG, COUNTER
 from ..collector import StoreCollector
 from ..store import Store
 from ..endpoint import Endpoint
-from . import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser, spool
-from .base import LineAssembler, clean
-from .follow import FileFollower, StateFile
+from . import DOCUMENT_FORMATS, canonical_format, make_parser, spool
+from .follow import StateFile
+from .source_metrics import SourceCollector
+from .track import DocTrack, FileTrack
 
 log = logging.getLogger("rl_exporter.sidecar")
 
 _GLOB_CHARS = set("*?[")
 _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
+_PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
+_PROGRESS_EVERY = 5.0         # seconds between progress lines
 
 
 class SourceSpec:
@@ -60,43 +60,13 @@ class SourceSpec:
         return f"{self.format}:{self.pattern}"
 
 
-class _Track:
-    """One file of a source: follower + parser + where its open record starts."""
-
-    def __init__(self, path, fmt, saved, max_line):
-        self.path = path
-        self.follower = FileFollower(path, max_line_bytes=max_line,
-                                     saved=(saved or {}).get("file"))
-        self.format = fmt if fmt != "auto" else (saved or {}).get("format", "auto")
-        self.parser = make_parser(self.format) if self.format != "auto" else None
-        self.asm = LineAssembler()
-        self.open_start = None
-        self.safe = self.follower.saved["offset"] if self.follower.saved else 0
-        self.last_data = time.monotonic()
-        self.gen_at_safe = 0
-
-    def checkpoint(self) -> dict:
-        st = self.follower.checkpoint(self.safe)
-        return {"file": st, "format": self.format}
-
-
-class _DocTrack:
-    """A document source file (trainer_state.json): re-read whole when it changes."""
-
-    def __init__(self, path):
-        self.path = path
-        self.sig = None
-        self.pending_sig = None
-        self.state = "waiting"
-
-
 class Source:
     def __init__(self, spec: SourceSpec, sidecar: "Sidecar", saved: dict):
         self.spec = spec
         self.sidecar = sidecar
         self.saved = saved or {}
-        self.tracks: dict[str, _Track] = {}
-        self.docs: dict[str, _DocTrack] = {}
+        self.tracks: dict[str, FileTrack] = {}
+        self.docs: dict[str, DocTrack] = {}
         self.doc_parser = None
         if spec.format in DOCUMENT_FORMATS:
             self.doc_parser = make_parser(spec.format)
@@ -106,7 +76,8 @@ class Source:
         self.frames = 0
         self.rejected: Counter = Counter()
         self.last_frame_ts = float("nan")
-        self._parsers_seen: list = []
+        # The last frame applied, kept in the state file so a restart shows it at once.
+        self.last: dict | None = self.saved.get("last")
         self._next_glob = 0.0
 
     # ------------------------------------------------------------ files
@@ -130,75 +101,43 @@ class Source:
         for p in self.paths():
             t = self.tracks.get(p)
             if t is None:
-                t = self.tracks[p] = _Track(p, self.spec.format, files.get(p),
+                t = self.tracks[p] = FileTrack(p, self.spec.format, files.get(p),
                                             self.sidecar.max_line_bytes)
             busy |= self._poll_file(t, now)
         return busy
 
-    def _poll_file(self, t: _Track, now: float) -> bool:
+    def _poll_file(self, t: FileTrack, now: float) -> bool:
         f = t.follower
-        before = (f.bytes_read, f.too_long)
+        too_long = f.too_long
         events = f.poll()
-        self.rejected["line_too_long"] += f.too_long - before[1]
+        self.rejected["line_too_long"] += f.too_long - too_long
         if not events:
-            if t.parser is not None and (t.parser.pending or t.asm.pending) and \
-                    now - t.last_data >= self.sidecar.idle_flush:
-                self._apply(t, t.parser.flush(), f.offset)
-                t.open_start, t.safe = None, f.offset
-                t.asm = LineAssembler()
+            if t.open and now - t.last_data >= self.sidecar.idle_flush:
+                self._apply(t, t.on_idle(), t.resume)
             return False
         t.last_data = now
         for kind, text, start, end in events:
             if kind == "line":
                 self.lines += 1
-                self._line(t, text, start, end)
-            elif kind == "eof":  # old file of a rotation done: its last record is complete
-                if t.parser is not None:
-                    self._apply(t, t.parser.flush(), None)
-                t.asm = LineAssembler()
-                t.open_start = None
+                frames = t.on_line(text, start, end)
+                self._apply(t, frames, t.resume if end else None)
+            elif kind == "eof":
+                self._apply(t, t.on_eof(), None)
                 self.sidecar.checkpoint_soon()
-            elif kind == "start":  # a file (re)opened: resume point
-                t.safe = start
+            elif kind == "start":
+                t.on_start(start)
+                # The file's identity is on disk before its first frame is spooled: a crash
+                # after a spool write can then always resume past it (apply_spool_offsets).
+                self.sidecar.checkpoint()
             elif kind == "reset":
-                if t.parser is not None:
-                    t.parser.reset()
-                t.asm = LineAssembler()
-                t.open_start, t.safe = None, 0
+                t.on_reset()
                 self.sidecar.checkpoint_soon()
         return True
-
-    def _line(self, t: _Track, text: str, start: int, end: int) -> None:
-        text = clean(text)
-        if t.parser is None:
-            fmt = detect_line(text)
-            if fmt is None:
-                if end:
-                    t.safe = end
-                return
-            log.info("%s: detected format %s", t.path, fmt)
-            t.format = fmt
-            t.parser = make_parser(fmt)
-        p = t.parser
-        was_open = p.pending or t.asm.pending
-        body = t.asm.feed(text)
-        frames = p.feed(body) if body is not None else []
-        now_open = p.pending or t.asm.pending
-        if end == 0:  # a line of a file rotated away while we were down: offsets belong to it
-            self._apply(t, frames, None)
-            return
-        if not now_open:
-            t.open_start = None
-            t.safe = end
-        elif frames or not was_open:
-            t.open_start = start
-            t.safe = start
-        self._apply(t, frames, t.safe)
 
     def _apply(self, t, frames, offset) -> None:
         if not frames:
             return
-        parser = t.parser if isinstance(t, _Track) else self.doc_parser
+        parser = t.parser if isinstance(t, FileTrack) else self.doc_parser
         ex = self.sidecar.exporter_for(self.spec.run, parser.framework, self)
         if ex is None:
             self.rejected["run_conflict"] += len(frames)
@@ -207,18 +146,44 @@ class Source:
         for fr in frames:
             if sc.spool_out is not None:
                 extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
-                if isinstance(t, _Track):
+                if isinstance(t, FileTrack):
                     extra.update(src=t.path, off=offset, gen=t.follower.gen)
                 sc.write_spool(fr, extra)
             ex.log(fr.data, step=fr.step)
             self.frames += 1
             sc.backpressure(ex)
-        self.last_frame_ts = time.time()
+        self.last_frame_ts = now = time.time()
+        fr = frames[-1]
+        self.last = {"framework": parser.framework, "step": fr.step, "ts": now,
+                     "data": {k: spool.encode_value(v) for k, v in fr.data.items()}}
+
+    def restore_last(self) -> None:
+        """Put the last frame exported before a restart back on /metrics (with its own
+        time, so a run that hung before the restart still looks stalled); it is not
+        counted again and not re-read: the resume offset is past it."""
+        last = self.last
+        if not last:
+            return
+        try:
+            data = spool.decode_data(last["data"])
+            step, ts, fw = last.get("step"), float(last["ts"]), last["framework"]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning("source %s: the saved last frame is unreadable; not restored",
+                        self.spec.name)
+            self.last = None
+            return
+        ex = self.sidecar.exporter_for(self.spec.run, fw, self) if data is not None else None
+        if ex is None:
+            return
+        ex.restore(data, step, ts)
+        self.last_frame_ts = ts
+        log.info("source %s: restored the last frame (step %s) from the state file",
+                 self.spec.name, step)
 
     def _poll_doc(self, path: str) -> bool:
         d = self.docs.get(path)
         if d is None:
-            d = self.docs[path] = _DocTrack(path)
+            d = self.docs[path] = DocTrack(path)
         try:
             st = os.stat(path)
         except OSError:
@@ -247,23 +212,35 @@ class Source:
             self.sidecar.checkpoint_soon()
         return True
 
+    def finish(self) -> None:
+        """The writers are done: the records still open at the end of the files are
+        complete as they are."""
+        for t in self.tracks.values():
+            if t.open:
+                self._apply(t, t.on_idle(), t.resume)
+
     # ------------------------------------------------------------ state
     def checkpoint(self) -> dict:
         out: dict = {"files": {p: t.checkpoint() for p, t in self.tracks.items()
                                if t.follower.dev is not None or t.follower.saved}}
         if self.doc_parser is not None:
             out["doc"] = self.doc_parser.checkpoint()
+        if self.last is not None:
+            out["last"] = self.last
         return out
 
     def apply_spool_offsets(self, offsets: dict) -> None:
-        """Move resume offsets forward to what the spool says was already written."""
+        """Move resume offsets forward to what the spool says was already written (the
+        process died between a spool write and the checkpoint); the spool's record is
+        then also the last frame to restore."""
         files = self.saved.setdefault("files", {})
-        for path, (gen, off) in offsets.items():
+        for path, (gen, off, rec) in offsets.items():
             st = (files.get(path) or {}).get("file")
             if st and st.get("gen", 0) == gen and off > st.get("offset", 0):
                 log.info("%s: the spool is ahead of the checkpoint (byte %d > %d): resuming there",
                          path, off, st["offset"])
                 st["offset"] = off
+                self.last = {k: rec.get(k) for k in ("framework", "step", "ts", "data")}
 
     def parser_rejections(self) -> Counter:
         c = Counter(self.rejected)
@@ -292,71 +269,6 @@ class Source:
         return {"source": self.spec.name, "format": self.spec.format, "run": self.spec.run,
                 "state": state, "lag_bytes": sum(x.get("lag_bytes", 0) for x in files),
                 "frames": self.frames, "files": files}
-
-
-class IngestSource:
-    """The POST /ingest pseudo-source (its counters; the app is in ingest.py)."""
-
-    def __init__(self, run: str, framework: str):
-        self.spec = type("Spec", (), {"name": "ingest", "run": run, "format": "ingest"})()
-        self.framework = framework
-        self.lines = 0
-        self.frames = 0
-        self.rejected: Counter = Counter()
-        self.last_frame_ts = float("nan")
-        self.tracks: dict = {}
-        self.docs: dict = {}
-
-    def parser_rejections(self) -> Counter:
-        return Counter(self.rejected)
-
-    def health(self) -> dict:
-        return {"source": "ingest", "format": "ingest", "run": self.spec.run, "state": "listening",
-                "lag_bytes": 0, "frames": self.frames}
-
-
-class SourceCollector:
-    """Renders the per-source self-metrics (catalog group "sidecar") for every source."""
-
-    def __init__(self, sidecar: "Sidecar"):
-        self.sidecar = sidecar
-
-    def describe(self):
-        return []
-
-    def collect(self):
-        fams: dict[str, PromMetric] = {}
-
-        def add(name, labels, value):
-            m = CATALOG.metrics[name]
-            fam = fams.get(name)
-            if fam is None:
-                base = name[:-6] if m.kind == COUNTER else name
-                fam = fams[name] = PromMetric(base, m.help, "counter" if m.kind == COUNTER else "gauge")
-            fam.samples.append(Sample(name, labels, float(value), None, None))
-
-        for s in self.sidecar.all_sources():
-            lab = {"run": s.spec.run, "source": s.spec.name}
-            tracks = list(s.tracks.values())
-            add("rl_exporter_source_lines_total", lab, s.lines)
-            add("rl_exporter_source_bytes_total", lab,
-                sum(t.follower.bytes_read for t in tracks))
-            add("rl_exporter_source_frames_total", lab, s.frames)
-            rej = s.parser_rejections()
-            for reason in sorted(set(rej) | {"line_too_long", "malformed"}):
-                add("rl_exporter_source_lines_rejected_total", dict(lab, reason=reason), rej[reason])
-            add("rl_exporter_source_lag_bytes", lab, sum(t.follower.lag for t in tracks))
-            add("rl_exporter_source_last_frame_timestamp_seconds", lab, s.last_frame_ts)
-            add("rl_exporter_source_rotations_total", lab,
-                sum(t.follower.rotations for t in tracks))
-            add("rl_exporter_source_truncations_total", lab,
-                sum(t.follower.truncations for t in tracks))
-            states = Counter(t.follower.state for t in tracks)
-            states.update(d.state for d in s.docs.values())
-            if not isinstance(s, IngestSource):
-                for st in ("following", "waiting", "deleted"):
-                    add("rl_exporter_source_files", dict(lab, state=st), states[st])
-        return list(fams.values())
 
 
 class _GPUTarget:
@@ -409,11 +321,14 @@ class Sidecar:
         self._checkpoint_due = 0.0
         self._stop = threading.Event()
         self._pending_bp: Counter = Counter()
+        self._catchup = None  # (started, bytes read then, last progress line) of a backlog
+        for s in self.sources:  # before the first scrape: no hole after a restart
+            s.restore_last()
         self.endpoint = None
         if port is not None:
             self.endpoint = Endpoint(self.registry, addr, port, health=self.health)
             if ingest:
-                from .ingest import IngestApp
+                from .ingest import IngestApp, IngestSource
                 self.ingest_source = IngestSource(run, ingest.get("framework", "auto"))
                 self.endpoint.add_route("/ingest", IngestApp(self, self.ingest_source,
                                                              token=ingest.get("token"),
@@ -466,7 +381,7 @@ class Sidecar:
 
     def _exporter_self_metrics(self):
         for ex in list(self.exporters.values()):
-            yield from ex._self_metrics()
+            yield from ex.self_metrics()
 
     def write_spool(self, frame, extra: dict) -> None:
         line = spool.encode(frame.step, frame.data, **extra)
@@ -489,7 +404,35 @@ class Sidecar:
         if now >= self._checkpoint_due:
             self.checkpoint()
             self._checkpoint_due = now + self.checkpoint_interval
+            self._progress(now)
         return busy
+
+    def caught_up(self) -> bool:
+        """Every file read to its end and no record left open."""
+        return not any(t.follower.lag or t.open for s in self.sources for t in s.tracks.values())
+
+    def finish(self) -> None:
+        for s in self.sources:
+            s.finish()
+
+    def _progress(self, now: float) -> None:
+        """One log line every few seconds while a backlog is being read (a restart after a
+        long outage, a 1 GB log): how far, how fast, how long still."""
+        lag = sum(t.follower.lag for s in self.sources for t in s.tracks.values())
+        if lag < _PROGRESS_MIN_LAG:
+            self._catchup = None
+            return
+        read = sum(t.follower.bytes_read for s in self.sources for t in s.tracks.values())
+        if self._catchup is None:
+            self._catchup = (now, read, now)
+            return
+        t0, read0, last = self._catchup
+        if now - last < _PROGRESS_EVERY:
+            return
+        rate = (read - read0) / max(now - t0, 1e-9)
+        log.info("catching up: %.0f MB behind, reading %.1f MB/s, about %.0f s to go",
+                 lag / 2**20, rate / 2**20, lag / rate if rate > 0 else float("inf"))
+        self._catchup = (t0, read0, now)
 
     def checkpoint(self) -> None:
         if self.spool_out is not None:
@@ -533,13 +476,15 @@ class Sidecar:
     def health(self) -> dict:
         sources = [s.health() for s in self.all_sources()]
         return {"status": "ok", "run": self.run, "sources": sources,
-                "exporters": [{"run": r, "framework": fw, "frames_processed": ex._processed}
+                "exporters": [{"run": r, "framework": fw,
+                               "frames_processed": ex.health()["frames_processed"]}
                               for (r, fw), ex in self.exporters.items()]}
 
 
 def _spool_tail(path: str, window: int = 1 << 20) -> dict:
-    """{src: (gen, off)} from the last window of an existing spool; a torn last line (the
-    process died mid-write) is cut off so the file stays valid JSONL."""
+    """{src: (gen, off, record)} of the last record per source file in the last window of
+    an existing spool; a torn last line (the process died mid-write) is cut off so the
+    file stays valid JSONL."""
     out: dict = {}
     try:
         fd = os.open(path, os.O_RDWR)
@@ -566,8 +511,8 @@ def _spool_tail(path: str, window: int = 1 << 20) -> dict:
             if isinstance(src, str) and isinstance(off, int):
                 gen = rec.get("gen", 0)
                 prev = out.get(src)
-                if prev is None or (gen, off) >= prev:
-                    out[src] = (gen, off)
+                if prev is None or (gen, off) >= prev[:2]:
+                    out[src] = (gen, off, rec)
     finally:
         os.close(fd)
     return out

@@ -33,22 +33,21 @@ _NUMBER_PREFIX = re.compile(
     r"(?:np|numpy|torch)(?:\.\w*(?:\([-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|n|na|i|in|nan|inf)?)?)?)$")
 
 
-_NP_WRAPPERS = ("np.float64(", "np.float32(", "np.int64(", "np.int32(", "np.float16(")
+# NumPy 2 scalar reprs: np.float64(0.5), np.int64(3), np.float32(...), ...
+_NP_WRAPPER = re.compile(r"np\.[a-z]+[0-9]*\(")
 
 
 def split_record(text: str, counts=None):
     """'step:N - k:v - ...' -> (step, data, bad) ; step None if the head is not 'step:N'.
 
-    Fast path, all in C loops: drop NumPy 2 wrappers with str.replace, turn every " - "
-    into ":" and split once, so keys and values are the odd/even slices; dict(zip(keys,
-    map(float, values))). It applies only when the shape is exact (one ':' per segment,
-    every value a plain float); anything irregular takes the per-segment path."""
+    Fast path, all in C loops: drop NumPy 2 wrappers with one regex substitution (their
+    closing parenthesis is the one just before a separator or at the end), turn every
+    " - " into ":" and split once, so keys and values are the odd/even slices; dict(zip(
+    keys, map(float, values))). It applies only when the shape is exact (one ':' per
+    segment, every value a plain float); anything irregular takes the per-segment path."""
     orig = text
     if "np." in text:
-        for w in _NP_WRAPPERS:
-            if w in text:
-                text = text.replace(w, "")
-        text = text.replace(") - ", _SEP)
+        text = _NP_WRAPPER.sub("", text).replace(") - ", _SEP)
         if text[-1:] == ")":
             text = text[:-1]
     nseg = text.count(_SEP)

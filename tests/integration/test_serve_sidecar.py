@@ -190,6 +190,51 @@ def test_kill9_restart_exactly_once_with_truncation(tmp_path):
         sv.stop()
 
 
+def test_restart_restores_the_last_frame_without_counting_it(tmp_path):
+    """kill -9 and restart with no new line written: the last frame's values, its step and
+    the step's original timestamp are on /metrics at once (no dashboard hole, and a run
+    that hung before the restart still ages toward RLRunStalled); nothing is counted or
+    spooled twice, and the next line carries on from there."""
+    path = tmp_path / "train.log"
+    spool = tmp_path / "spool.jsonl"
+    state = tmp_path / "state.json"
+    args = ["--source", f"verl_console:{path}", "--run", "rs", "--state-file", str(state),
+            "--spool-out", str(spool), "--idle-flush", "0.05", *POLL]
+    with open(path, "wb") as f:
+        for s in (1, 2, 3):
+            f.write(vline(s))
+    sv = Serve(*args)
+    try:
+        wait_for(lambda: spool_steps(spool) == [1, 2, 3], what="three frames")
+        wait_for(lambda: (json.loads(state.read_text())["sources"].popitem()[1]
+                          .get("last") or {}).get("step") == 3, what="last frame checkpointed")
+        ts_before = sv.value("rl_training_step_timestamp_seconds", run="rs")
+        time.sleep(1.1)  # a restart later than the frame, so a re-stamped time would show
+        sv.kill9()
+        sv = Serve(*args)
+        restarted = time.time()
+        wait_for(lambda: sv.value("rl_training_step", run="rs") == 3, what="restored step")
+        assert sv.value("rl_training_step_timestamp_seconds", run="rs") == \
+            pytest.approx(ts_before, abs=0.5)
+        assert sv.value("rl_training_step_timestamp_seconds", run="rs") < restarted - 0.5
+        assert sv.value("rl_entropy", run="rs") == 3.5
+        assert sv.value("rl_exporter_frames_processed_total", run="rs") == 0
+        assert sv.value("rl_exporter_source_frames_total") == 0
+        assert sv.value("rl_exporter_source_last_frame_timestamp_seconds") == \
+            pytest.approx(ts_before, abs=0.5)
+        with open(path, "ab") as f:
+            f.write(vline(4))
+        wait_for(lambda: sv.value("rl_training_step", run="rs") == 4, what="next frame")
+        assert sv.value("rl_exporter_frames_processed_total", run="rs") == 1
+        wait_for(lambda: spool_steps(spool) == [1, 2, 3, 4], what="step 4 spooled once")
+        sv.kill9()  # and again: the restored frame is now step 4
+        sv = Serve(*args)
+        wait_for(lambda: sv.value("rl_training_step", run="rs") == 4, what="restored again")
+        assert spool_steps(spool) == [1, 2, 3, 4]
+    finally:
+        sv.stop()
+
+
 def _post(base, body, token=None, ctype="application/json"):
     req = urllib.request.Request(base + "/ingest", data=body, method="POST",
                                  headers={"Content-Type": ctype})

@@ -1,0 +1,102 @@
+"""One followed file of a source: its follower, its parser, and where a restart resumes.
+
+All offset bookkeeping of the sidecar lives here, under one invariant:
+
+    `resume` is the offset of the first byte whose line has not yet been turned into
+    frames that reached an exporter, and it is never past the first line of a record
+    that the parser or the line assembler still holds open.
+
+So a restart from `resume` re-reads exactly the records whose frames were not applied,
+and none that were. Every event method below returns the frames it completed; the
+caller applies them before the next event, and a checkpoint is only ever taken between
+polls, when that has happened.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from . import detect_line, make_parser
+from .base import LineAssembler, clean
+from .follow import FileFollower
+
+log = logging.getLogger("rl_exporter.sidecar")
+
+
+class FileTrack:
+    def __init__(self, path: str, fmt: str, saved: dict | None, max_line: int):
+        saved = saved or {}
+        self.path = path
+        self.follower = FileFollower(path, max_line_bytes=max_line, saved=saved.get("file"))
+        self.format = fmt if fmt != "auto" else saved.get("format", "auto")
+        self.parser = make_parser(self.format) if self.format != "auto" else None
+        self.asm = LineAssembler()
+        self.resume = self.follower.saved["offset"] if self.follower.saved else 0
+        self.last_data = time.monotonic()
+
+    @property
+    def open(self) -> bool:
+        """A record is being assembled (its first line is at `resume`)."""
+        return self.parser is not None and (self.parser.pending or self.asm.pending)
+
+    def checkpoint(self) -> dict:
+        return {"file": self.follower.checkpoint(self.resume), "format": self.format}
+
+    # ------------------------------------------------------------ follower events
+    def on_start(self, offset: int) -> None:
+        """A file was (re)opened at offset: nothing before it is pending."""
+        self.resume = offset
+
+    def on_line(self, text: str, start: int, end: int) -> list:
+        """A complete line [start, end). end == 0: a line of a file rotated away while we
+        were down, whose offsets belong to that file: it never moves `resume`."""
+        text = clean(text)
+        if self.parser is None:
+            fmt = detect_line(text)
+            if fmt is None:  # noise before the first metric line
+                if end:
+                    self.resume = end
+                return []
+            log.info("%s: detected format %s", self.path, fmt)
+            self.format, self.parser = fmt, make_parser(fmt)
+        was_open = self.open
+        body = self.asm.feed(text)
+        frames = self.parser.feed(body) if body is not None else []
+        if end == 0:
+            return frames
+        if not self.open:
+            self.resume = end              # everything up to here is applied
+        elif frames or not was_open:
+            self.resume = start            # this line opened the record now pending
+        return frames                      # (a continuation line leaves `resume` alone)
+
+    def on_idle(self) -> list:
+        """No new bytes for a while: the open record is complete as it is."""
+        frames = self.parser.flush() if self.parser is not None else []
+        self.asm = LineAssembler()
+        self.resume = self.follower.offset
+        return frames
+
+    def on_eof(self) -> list:
+        """The rotated-away file is read to its end: its last record is complete. The new
+        file's `start` event sets `resume` next."""
+        frames = self.parser.flush() if self.parser is not None else []
+        self.asm = LineAssembler()
+        return frames
+
+    def on_reset(self) -> None:
+        """Truncated or rewritten in place: everything restarts at byte 0."""
+        if self.parser is not None:
+            self.parser.reset()
+        self.asm = LineAssembler()
+        self.resume = 0
+
+
+class DocTrack:
+    """A document source file (trainer_state.json): re-read whole when it changes."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.sig = None
+        self.pending_sig = None
+        self.state = "waiting"
