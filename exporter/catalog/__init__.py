@@ -9,6 +9,7 @@ import importlib
 from functools import cached_property
 
 from .metrics import METRICS, SELF_METRICS
+from .observe import ALIASES as OBSERVE_ALIASES
 from .model import COUNTER, GAUGE, HISTOGRAM, INFO, STATE, Metric, Vocabulary  # noqa: F401
 from .resolve import FALLBACK_METRIC, Resolution, Resolver, sanitize_label_value  # noqa: F401
 
@@ -30,6 +31,9 @@ class Catalog:
                                  tuple(v.name for v in vocabularies))
 
     def _check(self) -> None:
+        for short, name in OBSERVE_ALIASES.items():
+            if name not in self.metrics or self.metrics[name].kind != HISTOGRAM:
+                raise ValueError(f"observe alias {short!r} names {name}, not a histogram")
         for v in self.vocabularies.values():
             aliases = list(v.keys.items()) + [(p.regex.pattern, p.alias) for p in v.patterns]
             for key, a in aliases:

@@ -20,11 +20,6 @@ from ..metrics import SPLIT, STAT
 from ..model import GAUGE, LAST, MEAN, SUM, Metric, Vocabulary, alias, pattern
 
 METRICS = [
-    Metric("rl_rollout_summary", GAUGE, "1",
-           "OpenRLHF rollout/* statistics over every generated sample before dynamic filtering and "
-           "batching (quantity=reward|response_length_tokens|truncated_ratio|samples); the bare "
-           "reward/response_length/truncated keys cover only the samples trained on.",
-           (STAT, SPLIT, "quantity"), MEAN, group="reward"),
     Metric("rl_reference_logprob_diff", GAUGE, "1",
            "Mean log pi - log pi_ref over response tokens, signed (OpenRLHF logprobs_diff: the k1 "
            "estimate of the KL to the reference; `kl` uses the configured estimator).",
@@ -49,7 +44,8 @@ K = {
     "actor_grad_norm": alias("rl_grad_norm", note="last value in the step"),
     "ppo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN, note=_TOK),
     "ppo_kl": alias("rl_policy_kl", agg=MEAN, note="KL(old || new), " + _TOK),
-    "vllm_kl": alias("rl_train_inference_kl", agg=MEAN, note="vs vLLM rollout logprobs, IS correction on"),
+    "vllm_kl": alias("rl_train_inference_kl", agg=MEAN, estimator="k1",
+                     note="mean(rollout - old logprob), IS correction on"),
     "kl": alias("rl_reference_kl", agg=MEAN, note="configured estimator (k1/k2/k3), token-weighted"),
     "logprobs_diff": alias("rl_reference_logprob_diff"),
     # ---- experience (experience_maker.py / samples_generator.py): per-sample
@@ -70,11 +66,12 @@ K = {
     "timing/step_total": alias("rl_step_duration_seconds",
                                note="sync trainer: sum of the timing/* phases; async: iteration wall time"),
     # ---- rollout stats before dynamic batching (ppo_trainer.py)
-    "rollout/reward_mean": alias("rl_rollout_summary", quantity="reward"),
-    "rollout/reward_std": alias("rl_rollout_summary", quantity="reward", stat="std"),
-    "rollout/response_length_mean": alias("rl_rollout_summary", quantity="response_length_tokens"),
-    "rollout/truncated_rate": alias("rl_rollout_summary", quantity="truncated_ratio"),
-    "rollout/num_samples": alias("rl_rollout_summary", quantity="samples", agg=SUM),
+    # every generated sample, before dynamic filtering and batching (the bare keys: trained-on only)
+    "rollout/reward_mean": alias("rl_reward", subset="generated", agg=MEAN),
+    "rollout/reward_std": alias("rl_reward", subset="generated", stat="std"),
+    "rollout/response_length_mean": alias("rl_response_length_tokens", subset="generated", agg=MEAN),
+    "rollout/truncated_rate": alias("rl_response_truncated_ratio", subset="generated", agg=MEAN),
+    "rollout/num_samples": alias("rl_responses", subset="generated", agg=SUM),
     "dynamic_filtering_pass_rate": alias("rl_dynamic_filter_pass_ratio"),
     # ---- DPO / reward-model trainers (per accumulation window)
     "loss_mean": alias("rl_loss", agg=MEAN, note="mean over the accumulation window (DPO/RM)"),

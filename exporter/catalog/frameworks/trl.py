@@ -44,10 +44,9 @@ METRICS = [
     Metric("rl_token_accuracy_ratio", GAUGE, "1",
            "Fraction of completion tokens where the policy's argmax equals the target token "
            "(TRL DPO/SFT mean_token_accuracy).", (STAT, SPLIT), MEAN, group="preference"),
-    Metric("rl_policy_objective_diagnostic", GAUGE, "1",
-           "Loss-type specific diagnostics of TRL's GRPO objectives (`quantity`: vespo_phi_seq = "
-           "VESPO vespo/phi_seq_mean, the sequence-level weight).", (STAT, SPLIT, "quantity"), MEAN,
-           group="policy"),
+    Metric("rl_vespo_sequence_weight", GAUGE, "1",
+           "VESPO sequence-level weight phi (TRL GRPO loss_type=vespo, vespo/phi_seq_mean).",
+           (STAT, SPLIT), MEAN, group="policy"),
     Metric("rl_eos_tokens", GAUGE, "{token}",
            "EOS tokens generated in the PPO batch, i.e. responses that terminated (TRL PPO "
            "val/num_eos_tokens).", (STAT, SPLIT), SUM, group="length"),
@@ -112,7 +111,7 @@ K = {
     "cispo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN,
                               note="CISPO: fraction of tokens whose IS weight hit the clip; the "
                                    "gradient still flows through them"),
-    "vespo/phi_seq_mean": alias("rl_policy_objective_diagnostic", quantity="vespo_phi_seq"),
+    "vespo/phi_seq_mean": alias("rl_vespo_sequence_weight"),
     "policy_loss": alias("rl_policy_loss", agg=MEAN, note="logged with an entropy bonus configured"),
     "entropy_coef": alias("rl_entropy_coefficient"),
     "aux_loss": alias("rl_aux_loss"),

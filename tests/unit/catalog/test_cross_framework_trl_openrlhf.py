@@ -16,8 +16,7 @@ SAME = {
     ("rl_policy_kl", ()): [
         ("trl", "policy/approxkl_avg"), ("openrlhf", "ppo_kl"), ("verl", "actor/ppo_kl")],
     ("rl_reference_kl", ()): [
-        ("trl", "kl"), ("openrlhf", "kl"), ("posttrain_carbonteq", "train/rl/kl"),
-        ("generic", "kl_estimate")],
+        ("trl", "kl"), ("openrlhf", "kl"), ("generic", "kl_estimate"), ("verl", "actor/kl_loss")],
     ("rl_entropy", ()): [
         ("trl", "entropy"), ("trl", "policy/entropy_avg"), ("posttrain_carbonteq", "train/rl/entropy"),
         ("verl", "actor/entropy")],
