@@ -86,6 +86,8 @@ class Alias:
     agg: str | None = None
     weight: str | None = None
     note: str = ""
+    since: str = ""   # first mined release tag that emits the key ("" where not mined)
+    until: str = ""   # last release tag that emitted it; "" while the latest release still does
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ extra eval keys. Miles' own patterns go first so that, e.g., eval/skipped_{reaso
 as an eval dataset. Miles' Prometheus backend (miles_metric_*) re-exports the same keys; this
 vocabulary reads the raw keys.
 """
+import re
+
 from ..metrics import SPLIT, STAT
 from ..model import GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
 from . import slime
@@ -86,7 +88,9 @@ IGNORED = dict(slime.IGNORED)
 
 VOCABULARY = Vocabulary(
     name="miles", title="Miles", keys=KEYS, patterns=PATTERNS, ignored=IGNORED,
-    fallback_patterns=list(slime.FALLBACK),
+    fallback_patterns=list(slime.FALLBACK) + [
+        (re.compile(r"^perf/fully_async/"), "fully-async queue bookkeeping"),
+    ],
     step_keys=("train/step",),
     doc="Console `[ts process] file:line - step N: {dict}`, the JSONL MetricEvent `metrics` object "
         "(--save-debug-event-data), W&B/TensorBoard/MLflow; keys as in slime plus Miles' own.",

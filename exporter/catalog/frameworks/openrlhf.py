@@ -84,10 +84,22 @@ K = {
     "lr": alias("rl_learning_rate"),
     "grad_norm": alias("rl_grad_norm", note="DPO/RM; on the PPO tqdm bar the actor grad norm"),
     "nll_loss": alias("rl_nll_loss"),
+    "ptx_loss": alias("rl_loss", component="ptx", agg=MEAN, note="pretraining-data loss mixed in"),
+    "preference_loss": alias("rl_loss", component="preference", agg=MEAN, note="DPO/RM"),
+    "aux_loss": alias("rl_aux_loss"),
 }
 
 # tqdm bar short names (ppo_actor.py / ppo_critic.py short_status): console only, never under train/.
 TQDM = {
+    # short names of releases before 0.5
+    "pg": alias("rl_policy_loss", agg=MEAN),
+    "rm": alias("rl_reward", agg=MEAN),
+    "ret": alias("rl_return", agg=MEAN),
+    "glen": alias("rl_response_length_tokens", agg=MEAN),
+    "tlen": alias("rl_sequence_length_tokens", agg=MEAN),
+    "cri": alias("rl_value_loss", agg=MEAN),
+    "vals": alias("rl_value", agg=MEAN),
+    "ptx": alias("rl_loss", component="ptx", agg=MEAN),
     "act_loss": alias("rl_policy_loss", agg=MEAN),
     "gen_len": alias("rl_response_length_tokens", agg=MEAN),
     "tot_len": alias("rl_sequence_length_tokens", agg=MEAN),
@@ -128,16 +140,22 @@ _IGNORED = {
     "loss": "DPO/RM last micro-batch loss; loss_mean in the same dict is the window mean (rl_loss)",
     "acc": "DPO/RM last micro-batch accuracy; acc_mean in the same dict is the window mean",
 }
+# fields of the trainer's internal status/eval accumulators, popped or reduced before logging
+_INTERNAL = {k: "internal accumulator of the trainer, popped or reduced before logging"
+             for k in ("count", "lengths", "metrics", "weights", "num_samples", "num_action_tokens",
+                       "pass1")}
 
 VOCABULARY = Vocabulary(
     name="openrlhf", title="OpenRLHF", keys=KEYS, patterns=P,
     ignored={
         **_IGNORED,
+        **_INTERNAL,
         **{f"train/{k}": why for k, why in _IGNORED.items()},
         "train/generated_samples": "W&B table of sample texts (global_step, text, reward), not a number",
     },
     ignored_patterns=[
-        (re.compile(r"^(?:train|eval)/generated_samples$"), "W&B table of sample texts, not a number"),
+        (re.compile(r"^(?:(?:train|eval)/)?generated_samples$"), "W&B table of sample texts, not a number"),
+        (re.compile(r"^pass\d+$"), "internal accumulator of the evaluation loop, reduced before logging"),
     ],
     step_keys=("train/global_step", "eval/global_step", "global_step"),
     # eval/ is the W&B prefix of the eval dict; eval_ also marks an eval copy of a training key.

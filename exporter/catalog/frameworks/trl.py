@@ -47,6 +47,9 @@ METRICS = [
     Metric("rl_vespo_sequence_weight", GAUGE, "1",
            "VESPO sequence-level weight phi (TRL GRPO loss_type=vespo, vespo/phi_seq_mean).",
            (STAT, SPLIT), MEAN, group="policy"),
+    Metric("rl_response_terminated_ratio", GAUGE, "1",
+           "Fraction of responses that ended with EOS (TRL PPO val/contain_eos_token).",
+           (STAT, SPLIT), MEAN, group="length"),
     Metric("rl_eos_tokens", GAUGE, "{token}",
            "EOS tokens generated in the PPO batch, i.e. responses that terminated (TRL PPO "
            "val/num_eos_tokens).", (STAT, SPLIT), SUM, group="length"),
@@ -157,6 +160,15 @@ K = {
     "val/ratio_var": alias("rl_importance_ratio", stat="var"),
     "val/num_eos_tokens": alias("rl_eos_tokens"),
     "lr": alias("rl_learning_rate"),
+    # ---- keys of older releases and of the online-DPO / KTO trainers
+    "completion_length": alias("rl_response_length_tokens", agg=MEAN, note="GRPO before 0.16"),
+    "beta": alias("rl_kl_coefficient", note="online DPO: the beta in use"),
+    "objective/scores_margin": alias("rl_preference_reward_margin",
+                                     note="online DPO: reward-model score of chosen minus rejected"),
+    "count/chosen": alias("rl_responses", subset="chosen", agg=SUM, note="KTO"),
+    "count/rejected": alias("rl_responses", subset="rejected", agg=SUM, note="KTO"),
+    "val/contain_eos_token": alias("rl_response_terminated_ratio"),
+    "nll_loss": alias("rl_nll_loss"),
     "episode": alias("rl_episodes_total"),
 }
 
@@ -164,6 +176,8 @@ P = [
     # per reward function: rewards/{reward_func_name}/mean|std (nan-aware). Exact DPO keys
     # (rewards/chosen, rewards/margins, ...) have no /mean|/std tail and are matched first.
     pattern(r"^rewards/(?P<function>.+)/(?P<stat>mean|std)$", "rl_reward_function"),
+    # GRPO before 0.16 logged rewards/{func} (the mean); chosen/rejected/... are exact keys above
+    pattern(r"^rewards/(?P<function>[^/]+)$", "rl_reward_function"),
     # trl/extras/profiling.py: perf_counter seconds per decorated call, sent straight to
     # wandb/mlflow/trackio (never log_history); one series per Class.method, a bounded set.
     pattern(r"^profiling/Time taken: (?P<phase>.+)$", "rl_phase_duration_seconds",
@@ -174,6 +188,8 @@ VOCABULARY = Vocabulary(
     name="trl", title="TRL (+ HF Trainer)", keys=K, patterns=P,
     ignored={
         "eval_num_tokens": "eval copy of the cumulative training token counter (same value)",
+        **{f"{k}/{s}_sum": "KTO per-batch sum behind the logged mean (gathered across processes)"
+           for k in ("rewards", "logps", "logits") for s in ("chosen", "rejected")},
     },
     step_keys=("step", "global_step"),
     eval_prefixes=("eval_",),

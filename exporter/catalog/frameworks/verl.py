@@ -116,6 +116,18 @@ K = {
     "train/lr": alias("rl_learning_rate"),
     "train/mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
     "train/global_tokens": alias("rl_step_tokens"),
+    # ---- keys of older releases (v0.1 - v0.3)
+    "actor/lr(1e-4)": alias("rl_learning_rate", scale=1e-4, note="v0.1 logged lr * 1e4"),
+    "critic/lr(1e-4)": alias("rl_critic_learning_rate", scale=1e-4, note="v0.1 logged lr * 1e4"),
+    "mfu/actor": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
+    "mfu/critic": alias("rl_mfu_ratio", role="critic", phase="train", source="framework"),
+    "actor/mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
+    "critic/mfu": alias("rl_mfu_ratio", role="critic", phase="train", source="framework"),
+    # the in-reward KL (apply_kl_penalty) before it moved to actor/reward_kl_penalty[_coeff]
+    "critic/kl": alias("rl_reward_kl_penalty", note="KL folded into the reward, before beta"),
+    "critic/kld": alias("rl_reward_kl_penalty", note="v0.1 Megatron critic"),
+    "critic/kl_coeff": alias("rl_kl_coefficient", note="in-reward KL coefficient"),
+    "critic/kl_coef": alias("rl_kl_coefficient", note="v0.1 Megatron critic: in-reward KL coefficient"),
     "training/rollout_actor_probs_pearson_corr": alias("rl_train_inference_prob_correlation"),
     # train/inference correction (rollout_corr/*)
     "rollout_corr/kl": alias("rl_train_inference_kl", estimator="k1"),
@@ -154,6 +166,9 @@ P = [
     # the slowest sample's other fields (prompt/response length) are not durations: fallback
     pattern(r"^timing_s/step$", "rl_step_duration_seconds"),
     pattern(r"^timing_s/(?!agent_loop/)(?P<phase>.+)$", "rl_phase_duration_seconds"),
+    pattern(r"^timing/(?P<phase>.+)$", "rl_phase_duration_seconds", note="v0.1 timers"),
+    pattern(r"^val/test_score/(?P<data_source>.+)$", "rl_validation_score",
+            note="before val-core/val-aux (v0.2 - v0.3)"),
     pattern(r"^timing_per_token_ms/(?P<phase>.+)$", "rl_phase_time_per_token_seconds", scale=1e-3),
     pattern(r"^val-core/(?P<data_source>.+)/(?P<var>[^/]+)/(?P<estimator>mean|maj|best|worst)@(?P<n>\d+)"
             r"(?:/(?P<stat>mean|std))?$", "rl_validation_score", tier="core"),
@@ -191,6 +206,7 @@ FALLBACK = [
 
 VOCABULARY = Vocabulary(
     name="verl", title="veRL", keys=K, patterns=P, fallback_patterns=FALLBACK,
+    ignored={"val/generations": "W&B/SwanLab table of validation samples, not a number"},
     step_keys=("training/global_step",),
     doc="Console `step:N - key:value ...` lines and the `file` logger's JSONL.",
 )
