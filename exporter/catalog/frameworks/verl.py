@@ -188,6 +188,9 @@ P = [
     pattern(r"^rollout/moe/(?P<kind>max_vio|min_vio|avg_vio)/(?P<stat>max|avg)$",
             "rl_moe_routing_violation"),
     pattern(r"^gdpo/(?P<function>.+)/(?P<stat>mean|std|max|min)$", "rl_reward_function"),
+    # reward managers that name their reward functions: critic/{function}_score[/mean|max|min]
+    pattern(r"^critic/(?P<function>[\w\-.]+)_score(?:/(?P<stat>mean|max|min))?$",
+            "rl_reward_function"),
     pattern(r"^processing_time/(?P<stat>avg|max|min|tp50|tp95|tp99)$", "rl_sample_processing_seconds"),
     pattern(r"^(?P<role>actor|critic)/mtp_losses(?:/?(?P<layer>.*))$", "rl_mtp_loss"),
 ]
