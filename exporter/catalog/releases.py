@@ -62,10 +62,15 @@ class Releases:
         if d is None:
             return []
         found = []
-        for k, rs in d["keys"].items():
-            if regex.match(k) or regex.match(instance(k)):
-                found.extend(tuple(r) for r in rs)
+        for k, inst, rs in self._instances[framework]:
+            if regex.match(inst) or (inst is not k and regex.match(k)):
+                found.extend(rs)
         return _merge(found)
+
+    @cached_property
+    def _instances(self) -> dict[str, list[tuple[str, str, list]]]:
+        return {fw: [(k, instance(k) if "{" in k else k, [tuple(r) for r in rs])
+                     for k, rs in d["keys"].items()] for fw, d in self.data.items()}
 
     def span(self, framework: str, ranges) -> tuple[str, str]:
         """(since, until): first tag, and last tag unless the key is still in the latest one."""
