@@ -26,6 +26,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 
+# keys transformers.Trainer.log / train() add to every log of a TRL or ms-swift trainer: emitted
+# by every release of those frameworks, whatever their own files write
+HF_TRAINER = ("loss", "grad_norm", "learning_rate", "epoch", "eval_loss", "eval_runtime",
+              "eval_samples_per_second", "eval_steps_per_second", "train_runtime",
+              "train_samples_per_second", "train_steps_per_second", "train_loss", "total_flos")
+
 # framework -> repository, first minor with RL training, logging files, key prefixes (slash keys),
 # prefix added to bare keys found in a given context
 SPECS = {
@@ -49,7 +55,7 @@ SPECS = {
                "trl/experimental/online_dpo/online_dpo_trainer.py"],
         prefixes=("completions", "rewards", "clip_ratio", "sampling", "tools", "logps", "logits",
                   "objective", "policy", "loss", "val", "entropy", "num_tokens"),
-        bare=("metrics", "_metrics", "stats", "logs")),
+        bare=("metrics", "_metrics", "stats", "logs"), inherited=HF_TRAINER),
     "openrlhf": dict(
         repo="OpenRLHF/OpenRLHF", since="0.2",
         files=["openrlhf/trainer/ppo_trainer.py", "openrlhf/trainer/ray/ppo_actor.py",
@@ -79,7 +85,7 @@ SPECS = {
                "swift/trainers/callback.py"],
         prefixes=("completions", "rewards", "clip_ratio", "entropy", "reward", "kl", "logps",
                   "logits", "frac_reward_zero_std", "num_turns", "tools"),
-        bare=("metrics", "_metrics", "logs")),
+        bare=("metrics", "_metrics", "logs"), inherited=HF_TRAINER),
 }
 
 _STRING = r"""(?P<f>[fFrRbB]{0,2})(?P<q>["'])(?P<s>[^"'\n]{1,120}?)(?P=q)"""
@@ -159,6 +165,7 @@ def mine(framework: str, mirrors: Path) -> dict:
         keys: set[str] = set()
         for path in files:
             keys |= _keys_in(_git(repo, "show", f"{commit}:{path}"), spec)
+        keys |= set(spec.get("inherited", ()))
         tags.append({"tag": tag, "commit": commit, "date": date, "files": files,
                      "keys": sorted(keys)})
     return {"framework": framework, "repository": spec["repo"], "spec": {
