@@ -17,15 +17,23 @@ run); `ms-swift` is accepted too.
 import re
 
 from . import trl as _trl
-from ..model import MEAN, Vocabulary, alias, pattern
+from ..metrics import SPLIT, STAT
+from ..model import GAUGE, LAST, MEAN, Metric, Vocabulary, alias, pattern
 
 GIB = 2.0 ** 30
+
+METRICS = [
+    Metric("rl_average_step_duration_seconds", GAUGE, "s",
+           "Wall time per optimizer step averaged over the run so far (ms-swift train_speed(s/it)); "
+           "the last step's own time is rl_step_duration_seconds (step_time).", (STAT, SPLIT), LAST,
+           group="timing"),
+]
 
 K = dict(_trl.K)
 K.update({
     "train_speed(iter/s)": alias("rl_trainer_steps_per_second", phase="train",
                                  note="optimizer steps per second over the run so far"),
-    "train_speed(s/it)": alias("rl_step_duration_seconds", agg=MEAN,
+    "train_speed(s/it)": alias("rl_average_step_duration_seconds",
                                note="4.x: seconds per optimizer step, averaged over the run so far"),
     "memory(GiB)": alias("rl_gpu_memory_peak_bytes", scale=GIB, kind="reserved",
                          note="peak torch memory reserved on this device"),
