@@ -159,7 +159,7 @@ def _pair(metric: str, short: str = "10m", base: str = "1h_offset10m", selector:
 
 
 RECORDINGS: list[Recording] = [
-    *_pair("rl_reward"),
+    *_pair("rl_reward", selector=TRUNC_SEL),  # the trained-on reward, not subset="generated"
     *_pair("rl_entropy"),
     *_pair("rl_grad_norm"),
     *_pair("rl_reference_kl"),
