@@ -124,8 +124,9 @@ METRICS: list[Metric] = [
       agg=WMEAN, weight=SEQ, group="policy"),
     g("rl_policy_kl", "1",
       "Approximate KL between the sampling (old) and current policy inside the PPO ratio "
-      "(veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl, AReaL approx_kl, TRL PPO policy/approxkl_avg).",
-      agg=WMEAN, weight=TOK, group="policy"),
+      "(veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl, AReaL approx_kl, TRL PPO policy/approxkl_avg). "
+      "estimator=k1 where a trainer logs the plain mean log ratio next to it (TRL legacy "
+      "ppo/policy/policykl).", "estimator", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_reference_kl", "1",
       "KL of the policy to the frozen reference, before the coefficient: TRL kl, OpenRLHF kl, "
       "veRL actor/kl_loss and critic/kl, slime/Miles train/kl_loss, posttrain train/kl_mean (k3; "

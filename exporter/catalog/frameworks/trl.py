@@ -169,8 +169,39 @@ K = {
     "count/rejected": alias("rl_responses", subset="rejected", agg=SUM, note="KTO"),
     "val/contain_eos_token": alias("rl_response_terminated_ratio"),
     "nll_loss": alias("rl_nll_loss"),
-    "episode": alias("rl_episodes_total"),
 }
+# the legacy PPOTrainer (until 0.11): step() stats, prefixed ppo/, env/, objective/, tokens/, time/
+_ARRAY = "a per-sample array (W&B histogram) of the legacy PPOTrainer, not a scalar"
+K.update({
+    "env/reward_mean": alias("rl_reward", agg=MEAN),
+    "env/reward_std": alias("rl_reward", stat="std"),
+    "objective/kl_coef": alias("rl_kl_coefficient"),
+    "ppo/loss/policy": alias("rl_policy_loss", agg=MEAN),
+    "ppo/loss/value": alias("rl_value_loss", agg=MEAN),
+    "ppo/loss/total": alias("rl_loss", agg=MEAN),
+    "ppo/policy/entropy": alias("rl_entropy", agg=MEAN),
+    "ppo/policy/approxkl": alias("rl_policy_kl", agg=MEAN, note="0.5 * mean(log ratio^2)"),
+    "ppo/policy/policykl": alias("rl_policy_kl", estimator="k1", agg=MEAN),
+    "policy/policykl": alias("rl_policy_kl", estimator="k1", agg=MEAN),
+    "ppo/policy/clipfrac": alias("rl_policy_clip_ratio", agg=MEAN),
+    "ppo/policy/advantages_mean": alias("rl_advantage", agg=MEAN),
+    "ppo/returns/mean": alias("rl_return", agg=MEAN),
+    "ppo/returns/var": alias("rl_return", stat="var"),
+    "ppo/val/vpred": alias("rl_value", agg=MEAN),
+    "ppo/val/clipfrac": alias("rl_value_clip_ratio", agg=MEAN),
+    "ppo/val/var_explained": alias("rl_value_explained_variance"),
+    "ppo/learning_rate": alias("rl_learning_rate"),
+    "ppo/mean_non_score_reward": alias("rl_reward_kl_penalty", stat="sum", scale=-1.0, agg=MEAN,
+                                       note="-kl_coef * KL summed per sequence, negated"),
+    "ppo/mean_scores": alias("rl_score", agg=MEAN),
+    "ppo/std_scores": alias("rl_score", stat="std"),
+    "tokens/queries_len_mean": alias("rl_prompt_length_tokens", agg=MEAN),
+    "tokens/queries_len_std": alias("rl_prompt_length_tokens", stat="std"),
+    "tokens/responses_len_mean": alias("rl_response_length_tokens", agg=MEAN),
+    "tokens/responses_len_std": alias("rl_response_length_tokens", stat="std"),
+    "time/ppo/total": alias("rl_step_duration_seconds"),
+    "episode": alias("rl_episodes_total"),
+})
 
 P = [
     # per reward function: rewards/{reward_func_name}/mean|std (nan-aware). Exact DPO keys
@@ -180,6 +211,7 @@ P = [
     pattern(r"^rewards/(?P<function>[^/]+)$", "rl_reward_function"),
     # trl/extras/profiling.py: perf_counter seconds per decorated call, sent straight to
     # wandb/mlflow/trackio (never log_history); one series per Class.method, a bounded set.
+    pattern(r"^time/ppo/(?P<phase>.+)$", "rl_phase_duration_seconds", note="legacy PPOTrainer"),
     pattern(r"^profiling/Time taken: (?P<phase>.+)$", "rl_phase_duration_seconds",
             note="seconds per call of the decorated method; several calls per step keep the max"),
 ]
@@ -190,6 +222,13 @@ VOCABULARY = Vocabulary(
         "eval_num_tokens": "eval copy of the cumulative training token counter (same value)",
         **{f"{k}/{s}_sum": "KTO per-batch sum behind the logged mean (gathered across processes)"
            for k in ("rewards", "logps", "logits") for s in ("chosen", "rejected")},
+        **{k: _ARRAY for k in ("env/reward_dist", "objective/kl_dist", "objective/logprobs",
+                               "objective/ref_logprobs", "ppo/policy/advantages", "ppo/policy/ratio",
+                               "policy/advantages", "policy/ratio", "tokens/queries_dist",
+                               "tokens/responses_dist")},
+        "ppo/val/error": "legacy PPOTrainer mean squared value error; the value loss is ppo/loss/value",
+        "ppo/val/mean": "legacy PPOTrainer mean of the old values; the new predictions are ppo/val/vpred",
+        "ppo/val/var": "legacy PPOTrainer variance of the old values",
     },
     step_keys=("step", "global_step"),
     eval_prefixes=("eval_",),

@@ -47,7 +47,7 @@ SPECS = {
         expand={"metric_sec": ("val-core", "val-aux")},
         bare=()),
     "trl": dict(
-        repo="huggingface/trl", since="0.12",
+        repo="huggingface/trl", since="0.9",
         files=["trl/trainer/grpo_trainer.py", "trl/trainer/rloo_trainer.py",
                "trl/trainer/dpo_trainer.py", "trl/trainer/kto_trainer.py",
                "trl/trainer/ppo_trainer.py", "trl/trainer/online_dpo_trainer.py",
@@ -57,7 +57,7 @@ SPECS = {
                   "objective", "policy", "loss", "val", "entropy", "num_tokens"),
         bare=("metrics", "_metrics", "stats", "logs"), inherited=HF_TRAINER),
     "openrlhf": dict(
-        repo="OpenRLHF/OpenRLHF", since="0.2",
+        repo="OpenRLHF/OpenRLHF", since="0.1",
         files=["openrlhf/trainer/ppo_trainer.py", "openrlhf/trainer/ray/ppo_actor.py",
                "openrlhf/trainer/ray/ppo_critic.py", "openrlhf/trainer/ppo_utils/*.py",
                "openrlhf/trainer/dpo_trainer.py", "openrlhf/trainer/rm_trainer.py",
