@@ -52,7 +52,9 @@ ROWS = [
            thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
         ts("Check next: learning rate", "Policy learning rate in use.",
            "follows the configured warmup/decay schedule (seed 001 section 2.6).",
-           q(mean("rl_learning_rate"), "{{run}} {{param_group}}"), unit="sci", min=0, width=W),
+           q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
+           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}"),
+           unit="sci", min=0, width=W),
     ]),
     Row("Eval flat while reward rises", [
         guide("training reward rises, validation does not.", "is the response length changing?",

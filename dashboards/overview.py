@@ -149,6 +149,7 @@ ROWS = [
            "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
            "flat when it should move, or suddenly 0, is a configuration bug.",
            q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
+           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}"),
            unit="sci", min=0, width=8),
         ts("KL coefficient",
            "The KL coefficient (beta) in use.",

@@ -150,12 +150,15 @@ METRICS: list[Metric] = [
       group="policy"),
     g("rl_learning_rate", "1",
       "Policy learning rate the last update applied (per param group where logged; posttrain "
-      "train/learning_rate, HF/TRL learning_rate, veRL actor/lr).",
+      "train/learning_rate, HF/TRL learning_rate (transformers reads it before the scheduler "
+      "steps), veRL actor/lr, AReaL update/lr). Trainers that log the LR after the scheduler "
+      "stepped feed rl_next_learning_rate.",
       "param_group", agg=LAST, group="policy"),
     g("rl_next_learning_rate", "1",
-      "Learning rate left for the NEXT optimizer update, after the scheduler stepped "
-      "(posttrain PPO train/policy_lr, train/critic_lr), per role=policy|critic.",
-      "role", agg=LAST, group="policy"),
+      "Learning rate left for the NEXT optimizer update, read after the scheduler stepped "
+      "(posttrain PPO train/policy_lr, train/critic_lr; OpenRLHF actor_lr, critic_lr, lr; "
+      "slime/Miles train/lr-pg_N), per role=policy|critic and param_group. Shifted one step "
+      "against rl_learning_rate.", "role", "param_group", agg=LAST, group="policy"),
     g("rl_importance_ratio", "1", "Importance ratio pi/pi_old over valid tokens.",
       agg=WMEAN, weight=TOK, group="policy"),
     g("rl_importance_ratio_abs_deviation", "1",

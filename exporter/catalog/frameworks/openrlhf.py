@@ -40,7 +40,8 @@ K = {
     # ---- actor (ppo_actor.py); token-weighted means, lr/grad_norm the last value
     "policy_loss": alias("rl_policy_loss", agg=MEAN, note=_TOK),
     "entropy_loss": alias("rl_entropy_loss", agg=MEAN, note="only with actor.entropy_coef set"),
-    "actor_lr": alias("rl_learning_rate"),
+    # read with get_last_lr() after optimizer_step, which steps the scheduler: the next LR
+    "actor_lr": alias("rl_next_learning_rate", role="policy"),
     "actor_grad_norm": alias("rl_grad_norm", note="last value in the step"),
     "ppo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN, note=_TOK),
     "ppo_kl": alias("rl_policy_kl", agg=MEAN, note="KL(old || new), " + _TOK),
@@ -60,7 +61,7 @@ K = {
     # ---- critic (ppo_critic.py)
     "critic_loss": alias("rl_value_loss", agg=MEAN),
     "values": alias("rl_value", agg=MEAN),
-    "critic_lr": alias("rl_critic_learning_rate"),
+    "critic_lr": alias("rl_next_learning_rate", role="critic"),
     "critic_grad_norm": alias("rl_critic_grad_norm"),
     # ---- trainer timing (ppo_trainer.py), seconds
     "timing/step_total": alias("rl_step_duration_seconds",
@@ -81,7 +82,7 @@ K = {
                            note="last micro-batch, all-reduced over DP"),
     "reject_reward": alias("rl_preference_reward", side="rejected", agg=LAST,
                            note="last micro-batch, all-reduced over DP"),
-    "lr": alias("rl_learning_rate"),
+    "lr": alias("rl_next_learning_rate", role="policy", note="DPO/RM, after optimizer_step"),
     "grad_norm": alias("rl_grad_norm", note="DPO/RM; on the PPO tqdm bar the actor grad norm"),
     "nll_loss": alias("rl_nll_loss"),
     "ptx_loss": alias("rl_loss", component="ptx", agg=MEAN, note="pretraining-data loss mixed in"),
@@ -103,11 +104,11 @@ TQDM = {
     "act_loss": alias("rl_policy_loss", agg=MEAN),
     "gen_len": alias("rl_response_length_tokens", agg=MEAN),
     "tot_len": alias("rl_sequence_length_tokens", agg=MEAN),
-    "act_lr": alias("rl_learning_rate"),
+    "act_lr": alias("rl_next_learning_rate", role="policy"),
     "ent_loss": alias("rl_entropy_loss", agg=MEAN),
     # critic bar: read from ppo_critic.py, not listed in framework-keys.json
     "cri_loss": alias("rl_value_loss", agg=MEAN),
-    "cri_lr": alias("rl_critic_learning_rate"),
+    "cri_lr": alias("rl_next_learning_rate", role="critic"),
 }
 
 # Eval dict (log_eval): global values are eval copies of training metrics.

@@ -205,9 +205,10 @@ _DURATION = (r"^perf/(?P<phase>prefill|decode)/(?P<step>bootstrap_queue|bootstra
 
 PATTERNS = [
     # train/: lr and MTP first, since `lr-pg_0` would otherwise read as role "lr".
-    pattern(r"^train/(?:actor-)?lr-pg_(?P<param_group>\d+)$", "rl_learning_rate"),
-    pattern(r"^train/critic-lr-pg_(?P<param_group>\d+)$", "rl_critic_learning_rate",
-            note="param_group is not a label of rl_critic_learning_rate; groups share one series"),
+    # logged after train_one_step stepped opt_param_scheduler: the LR of the next update
+    pattern(r"^train/(?:actor-)?lr-pg_(?P<param_group>\d+)$", "rl_next_learning_rate",
+            role="policy"),
+    pattern(r"^train/critic-lr-pg_(?P<param_group>\d+)$", "rl_next_learning_rate", role="critic"),
     pattern(r"^train/(?:(?P<role>[a-z_]+)-)?mtp_(?P<layer>\d+)_loss$", "rl_mtp_loss"),
     # anything else (custom loss terms under a role prefix) has no meaning we can name: fallback.
     # rollout/

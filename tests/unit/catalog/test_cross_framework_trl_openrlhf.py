@@ -27,7 +27,7 @@ SAME = {
         ("trl", "grad_norm"), ("openrlhf", "actor_grad_norm"), ("posttrain_carbonteq", "train/grad_norm"),
         ("generic", "rm/grad_norm"), ("verl", "actor/grad_norm")],
     ("rl_learning_rate", ()): [
-        ("trl", "learning_rate"), ("openrlhf", "actor_lr"), ("posttrain_carbonteq", "train/learning_rate"),
+        ("trl", "learning_rate"), ("posttrain_carbonteq", "train/learning_rate"),
         ("generic", "actor/lr(1e-6)"), ("verl", "actor/lr")],
     ("rl_reward", ()): [
         ("trl", "reward"), ("openrlhf", "reward"), ("posttrain_carbonteq", "train/rl/reward_mean")],

@@ -35,8 +35,8 @@ FALLBACK = object()  # deliberately left on rl_unmapped_value
 
 PATTERN_INSTANCES = {
     r"^train/(?:(?P<role>[a-z_]+)-)?lr-pg_(?P<param_group>\d+)$": [
-        ("train/lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
-        ("train/actor-lr-pg_2", "rl_learning_rate", {"param_group": "2"}),
+        ("train/lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "policy"}),
+        ("train/actor-lr-pg_2", "rl_next_learning_rate", {"param_group": "2", "role": "policy"}),
     ],
     r"^rollout/tito_session_mismatch_rate/(?P<server_version>[^/]+)(/(?P<type>.+))?$": [
         ("rollout/tito_session_mismatch_rate/v2", "rl_tito_session_mismatch_ratio",

@@ -40,7 +40,7 @@ PATTERNS = {
     r"^train/(?P<key>.+)$": [
         ("train/policy_loss", "rl_policy_loss", {}),
         ("train/ppo_clip_ratio", "rl_policy_clip_ratio", {}),
-        ("train/actor_lr", "rl_learning_rate", {}),
+        ("train/actor_lr", "rl_next_learning_rate", {"role": "policy"}),
         ("train/timing/generation", "rl_phase_duration_seconds", {"phase": "generation"}),
         ("train/timing/step_total", "rl_step_duration_seconds", {}),
         ("train/rollout/reward_std", "rl_reward", {"subset": "generated", "stat": "std"}),
@@ -62,7 +62,7 @@ PATTERNS = {
 TABLE = [
     ("policy_loss", "rl_policy_loss", {}),
     ("entropy_loss", "rl_entropy_loss", {}),
-    ("actor_lr", "rl_learning_rate", {}),
+    ("actor_lr", "rl_next_learning_rate", {"role": "policy"}),
     ("actor_grad_norm", "rl_grad_norm", {}),
     ("ppo_clip_ratio", "rl_policy_clip_ratio", {}),
     ("ppo_kl", "rl_policy_kl", {}),
@@ -79,7 +79,7 @@ TABLE = [
     ("truncated", "rl_response_truncated_ratio", {}),
     ("critic_loss", "rl_value_loss", {}),
     ("values", "rl_value", {}),
-    ("critic_lr", "rl_critic_learning_rate", {}),
+    ("critic_lr", "rl_next_learning_rate", {"role": "critic"}),
     ("critic_grad_norm", "rl_critic_grad_norm", {}),
     ("timing/make_experience", "rl_phase_duration_seconds", {"phase": "make_experience"}),
     ("timing/ppo_train", "rl_phase_duration_seconds", {"phase": "ppo_train"}),
@@ -98,14 +98,14 @@ TABLE = [
     ("acc_mean", "rl_preference_accuracy_ratio", {}),
     ("chosen_reward", "rl_preference_reward", {"side": "chosen"}),
     ("reject_reward", "rl_preference_reward", {"side": "rejected"}),
-    ("lr", "rl_learning_rate", {}),
+    ("lr", "rl_next_learning_rate", {"role": "policy"}),
     ("grad_norm", "rl_grad_norm", {}),
     ("nll_loss", "rl_nll_loss", {}),
     # tqdm short names
     ("act_loss", "rl_policy_loss", {}),
     ("gen_len", "rl_response_length_tokens", {}),
     ("tot_len", "rl_sequence_length_tokens", {}),
-    ("act_lr", "rl_learning_rate", {}),
+    ("act_lr", "rl_next_learning_rate", {"role": "policy"}),
     ("ent_loss", "rl_entropy_loss", {}),
 ]
 

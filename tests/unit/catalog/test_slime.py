@@ -37,10 +37,11 @@ PATTERN_INSTANCES = {
         ("train/actor-my_aux_term", FALLBACK, {}),
     ],
     r"^train/(?:(?P<role>[a-z_]+)-)?lr-pg_(?P<param_group>\d+)$": [
-        ("train/lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
-        ("train/lr-pg_1", "rl_learning_rate", {"param_group": "1"}),
-        ("train/actor-lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
-        ("train/critic-lr-pg_0", "rl_critic_learning_rate", {}),
+        ("train/lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "policy"}),
+        ("train/lr-pg_1", "rl_next_learning_rate", {"param_group": "1", "role": "policy"}),
+        ("train/actor-lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "policy"}),
+        # read after the scheduler stepped: the next update's LR
+        ("train/critic-lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "critic"}),
     ],
     r"^train/(?:(?P<role>[a-z_]+)-)?mtp_(?P<i>\d+)_loss$": [
         ("train/mtp_0_loss", "rl_mtp_loss", {"layer": "0"}),
@@ -198,7 +199,7 @@ def test_console_frame_resolves_with_zero_fallbacks():
         sid = (r.metric.name, r.labels)
         assert sid not in series, f"{key} and {series[sid]} collide"
         series[sid] = key
-    assert res("train/lr-pg_0").metric.name == "rl_learning_rate"
+    assert res("train/lr-pg_0").metric.name == "rl_next_learning_rate"
 
 
 def test_unprefixed_unknown_keys_fall_back_rather_than_hide():
