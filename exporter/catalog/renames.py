@@ -15,7 +15,9 @@ RENAMED: list[tuple[str, str, str]] = [
      "group-normalised reward, not the step's reward"),
     ("slime/Miles rollout/raw_reward: rl_score", "rl_reward", "seed 002: the mean reward of the step"),
     ("rl_kl_loss", "rl_reference_kl", "one name for the KL to the reference (veRL actor/kl_loss, "
-     "slime/Miles train/kl_loss, posttrain NFT train/kl_loss)"),
+     "slime/Miles train/kl_loss: the estimate before the coefficient)"),
+    ("posttrain NFT train/kl_loss: rl_kl_loss", 'rl_loss{component="kl"}',
+     "a loss component whose scaling the seed does not state"),
     ("generic loss/kl: rl_kl_loss", 'rl_loss{component="kl"}', "a term of the KTO loss, "
      "not the KL estimate (kl_estimate is rl_reference_kl)"),
     ("posttrain-carbonteq train/rl/kl: rl_reference_kl", FALLBACK,

@@ -236,7 +236,8 @@ K = {
     "train/opd_advantage": _tok("rl_advantage", note="OPD advantage form"),
     "train/opd_teacher_credit": _tok("rl_distillation_teacher_credit"),
     # ---------------------------------------------------------------- NFT (reduction MEAN)
-    "train/kl_loss": alias("rl_reference_kl", agg=MEAN, note="NFT KL term"),
+    "train/kl_loss": alias("rl_loss", agg=MEAN, component="kl",
+                           note="NFT loss component; the seed does not say if it is scaled"),
     "train/optimality_mean": alias("rl_nft_optimality", agg=MEAN),
     "train/optimality_std": alias("rl_nft_optimality", agg=MEAN, stat="std"),
     "train/optimality_second_moment": alias("rl_nft_optimality", agg=MEAN, stat="second_moment"),
