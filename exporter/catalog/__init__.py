@@ -11,7 +11,7 @@ from functools import cached_property
 
 from .metrics import METRICS, SELF_METRICS
 from .observe import ALIASES as OBSERVE_ALIASES
-from .releases import RELEASES, Releases
+from .releases import RELEASES, Releases  # noqa: F401
 from .model import COUNTER, GAUGE, HISTOGRAM, INFO, STATE, Metric, Vocabulary  # noqa: F401
 from .resolve import FALLBACK_METRIC, Resolution, Resolver, sanitize_label_value  # noqa: F401
 
