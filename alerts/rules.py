@@ -159,14 +159,14 @@ def _pair(metric: str, short: str = "10m", base: str = "1h_offset10m", selector:
 
 
 RECORDINGS: list[Recording] = [
-    *_pair("rl_reward"),
+    *_pair("rl_reward", selector=TRUNC_SEL),  # the trained-on reward, not subset="generated"
     *_pair("rl_entropy"),
     *_pair("rl_grad_norm"),
     *_pair("rl_reference_kl"),
     *_pair("rl_response_length_tokens"),
     *_pair("rl_gpu_throughput_tokens_per_second", selector='{stat="", split="", phase=""}'),
     *_pair("rl_train_inference_logprob_abs_diff"),
-    *_pair("rl_train_inference_kl"),
+    *_pair("rl_train_inference_kl", selector='{stat="", split="", estimator="k3"}'),
     *_pair("rl_preference_reward_margin"),
     # turns: both over the per-step maximum (rl_turns{stat="max"}), the runaway signal
     Recording("run:rl_turns:max_over_time10m",

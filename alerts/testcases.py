@@ -144,7 +144,7 @@ CASES: dict[str, dict] = {
         desc="Run r: train/inference mismatch is 2.3x its baseline of the previous hour.",
         # seed 002: 0.0136-0.0164 and KL 0.00063-0.00076 with plain sampling
         silent=[s("rl_train_inference_logprob_abs_diff", alt(0.0136, 0.0164, 55)),
-                s("rl_train_inference_kl", alt(0.00063, 0.00076, 55))], silent_at="105m"),
+                s("rl_train_inference_kl", alt(0.00063, 0.00076, 55), estimator="k3")], silent_at="105m"),
     "RLSampleStalenessHigh": dict(
         fire=[s("rl_sample_staleness_steps", "1x10 7x30")], at="40m",
         desc="Run r: samples are 7.0 policy versions stale on average.",

@@ -127,10 +127,10 @@ ROWS = [
         ts("Train/rollout KL", "KL between the rollout engine's and the trainer's distributions "
            "at the sampled tokens.",
            "0.00063-0.00076 on seed 002's lab setup (setup specific).",
-           q(mean("rl_train_inference_kl")), unit="none", decimals=5, min=0, gate=CONSISTENCY),
+           q(mean("rl_train_inference_kl"), "{{run}} {{estimator}}"), unit="none", decimals=5, min=0, gate=CONSISTENCY),
         ts("Tokens measured", "Tokens the log-prob gap was measured over.",
            "above 0; 0 means no data, not no gap.",
-           q(mean("rl_logprob_gap_tokens")), unit="short", min=0, gate=CONSISTENCY),
+           q(mean("rl_train_inference_tokens")), unit="short", min=0, gate=CONSISTENCY),
     ]),
 ]
 

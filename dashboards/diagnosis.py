@@ -44,7 +44,7 @@ ROWS = [
               "seed 001 sections 2.4 and 12; seed 004 section 11.4 example 2"),
         ts("Symptom: KL to reference", "KL loss term (and measured KL where logged) to the reference.",
            "grows slowly and steadily (seed 001 section 2.4).",
-           q(mean("rl_kl_loss"), "{{run}} kl loss"), unit="none", decimals=4, min=0, width=W),
+           q(mean("rl_reference_kl"), "{{run}} kl loss"), unit="none", decimals=4, min=0, width=W),
         ts("Check first: policy KL trend", "PPO KL between the sampling and the updated policy.",
            "0.001-0.01 (seed 004 section 12, heuristic); above 0.05 is too large (seed 004 "
            "section 11.4).",
@@ -52,7 +52,9 @@ ROWS = [
            thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
         ts("Check next: learning rate", "Policy learning rate in use.",
            "follows the configured warmup/decay schedule (seed 001 section 2.6).",
-           q(mean("rl_learning_rate"), "{{run}} {{param_group}}"), unit="sci", min=0, width=W),
+           q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
+           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}"),
+           unit="sci", min=0, width=W),
     ]),
     Row("Eval flat while reward rises", [
         guide("training reward rises, validation does not.", "is the response length changing?",

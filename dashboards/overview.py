@@ -131,7 +131,6 @@ ROWS = [
            "KL of the policy to the frozen reference: the KL loss term and the measured KL.",
            "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, seed 001 section 2.4) means the "
            "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (seed 001, heuristic).",
-           q(mean("rl_kl_loss"), "{{run}} kl loss"),
            q(mean("rl_reference_kl"), "{{run}} kl", gate=REFERENCE_KL),
            unit="none", decimals=4, min=0,
            thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")]),
@@ -150,6 +149,7 @@ ROWS = [
            "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
            "flat when it should move, or suddenly 0, is a configuration bug.",
            q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
+           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}"),
            unit="sci", min=0, width=8),
         ts("KL coefficient",
            "The KL coefficient (beta) in use.",

@@ -29,22 +29,10 @@ import sys
 import threading
 
 from .catalog import HISTOGRAM, sanitize_label_value
+from .catalog.observe import ALIASES  # the catalog owns every alias
 from .timers import _error, attached, resolver_of
 
 log = logging.getLogger("rl_exporter")
-
-ALIASES = {
-    "response_length": "rl_sample_response_length_tokens",
-    "response_lengths": "rl_sample_response_length_tokens",
-    "response_length_tokens": "rl_sample_response_length_tokens",
-    "reward": "rl_sample_reward",
-    "rewards": "rl_sample_reward",
-    "advantage": "rl_sample_advantage",
-    "advantages": "rl_sample_advantage",
-    "logprob_gap": "rl_token_logprob_gap",
-    "logprob_gaps": "rl_token_logprob_gap",
-    "token_logprob_gap": "rl_token_logprob_gap",
-}
 
 
 class Distributions:

@@ -6,7 +6,7 @@ reduced by its rule in the catalog (`CATALOG.resolve(key, framework)`):
 
     weighted_mean  sum(v*w)/sum(w) by the key's weight: the alias's raw weight key,
                    else the raw key (present in the inputs) of the metric's canonical
-                   weight (rl_valid_tokens, rl_responses, rl_logprob_gap_tokens ...),
+                   weight (rl_valid_tokens, rl_responses, rl_train_inference_tokens ...),
                    else a plain mean, recorded in `.notes` and logged once.
                    A zero weight contributes nothing, whatever the value; a total
                    weight of zero is "no data": the key is left out of the result and
@@ -124,7 +124,9 @@ def key_rules(keys: Iterable[str], framework: str = "auto",
             agg = r.agg
         if agg == WMEAN:
             weight = r.weight if r.weight in present else None
-            if weight is None and m is not None and m.weight:
+            # an alias that names its own weight means "plain mean when that key is absent";
+            # only aliases without one borrow the metric's canonical weight
+            if weight is None and r.weight is None and m is not None and m.weight:
                 weight = canonical.get(m.weight)
             if weight is None or weight == k:
                 want = r.weight or (m.weight if m is not None else None)

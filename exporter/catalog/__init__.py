@@ -6,15 +6,20 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from functools import cached_property
 
 from .metrics import METRICS, SELF_METRICS
+from .observe import ALIASES as OBSERVE_ALIASES
+from .releases import RELEASES, Releases  # noqa: F401
 from .model import COUNTER, GAUGE, HISTOGRAM, INFO, STATE, Metric, Vocabulary  # noqa: F401
 from .resolve import FALLBACK_METRIC, Resolution, Resolver, sanitize_label_value  # noqa: F401
 
 # Order in which framework="auto" tries vocabularies (first match wins).
 FRAMEWORKS = ("verl", "trl", "openrlhf", "areal", "slime", "miles", "posttrain", "generic",
-              "posttrain_carbonteq")
+              "posttrain_carbonteq", "swift")
+# names users type for a framework, besides its vocabulary name
+FRAMEWORK_ALIASES = {"ms-swift": "swift", "ms_swift": "swift", "modelscope-swift": "swift"}
 
 
 class Catalog:
@@ -26,10 +31,15 @@ class Catalog:
             self.metrics[m.name] = m
         self.vocabularies = {v.name: v for v in vocabularies}
         self._check()
+        self.releases = RELEASES
+        self._stamp_releases()
         self.resolver = Resolver(self.metrics, self.vocabularies,
                                  tuple(v.name for v in vocabularies))
 
     def _check(self) -> None:
+        for short, name in OBSERVE_ALIASES.items():
+            if name not in self.metrics or self.metrics[name].kind != HISTOGRAM:
+                raise ValueError(f"observe alias {short!r} names {name}, not a histogram")
         for v in self.vocabularies.values():
             aliases = list(v.keys.items()) + [(p.regex.pattern, p.alias) for p in v.patterns]
             for key, a in aliases:
@@ -43,11 +53,34 @@ class Catalog:
                         raise ValueError(f"{v.name}: {key!r} sets label {label!r} "
                                          f"that {m.name} does not declare")
 
+    def _stamp_releases(self) -> None:
+        """Each alias's since/until from the mined release key lists."""
+        rel = self.releases
+        for v in self.vocabularies.values():
+            if v.name not in rel.data:
+                continue
+            for key, a in list(v.keys.items()):
+                since, until = rel.span(v.name, rel.ranges(v.name, key))
+                v.keys[key] = replace(a, since=since, until=until)
+            for i, p in enumerate(v.patterns):
+                since, until = rel.span(v.name, rel.ranges_of_pattern(v.name, p.regex))
+                v.patterns[i] = replace(p, alias=replace(p.alias, since=since, until=until))
+
+    def release_ranges(self, framework: str) -> dict[str, str]:
+        """alias key or pattern -> the releases that emitted it ("v0.1..v0.3.0.post1, v0.5.0")."""
+        rel, v = self.releases, self.vocabularies[framework]
+        out = {}
+        for key in v.keys:
+            out[key] = rel.describe(framework, rel.ranges(framework, key))
+        for p in v.patterns:
+            out[p.regex.pattern] = rel.describe(framework, rel.ranges_of_pattern(framework, p.regex))
+        return out
+
     def metric(self, name: str) -> Metric:
         return self.metrics[name]
 
     def resolve(self, key: str, framework: str = "auto") -> Resolution:
-        return self.resolver.resolve(key, framework)
+        return self.resolver.resolve(key, FRAMEWORK_ALIASES.get(framework, framework))
 
     @cached_property
     def names(self) -> frozenset[str]:
@@ -68,6 +101,20 @@ class Catalog:
                 out[v.name] = keys
         return out
 
+    def alias_releases_of(self, metric: str) -> dict[str, dict[str, dict]]:
+        """framework -> alias -> {since, until} for the mined frameworks."""
+        out: dict[str, dict] = {}
+        for v in self.vocabularies.values():
+            if v.name not in self.releases.data:
+                continue
+            rows = {k: {"since": a.since, "until": a.until} for k, a in v.keys.items()
+                    if a.metric == metric and a.since}
+            rows.update({p.regex.pattern: {"since": p.alias.since, "until": p.alias.until}
+                         for p in v.patterns if p.alias.metric == metric and p.alias.since})
+            if rows:
+                out[v.name] = rows
+        return out
+
     def as_json(self) -> list[dict]:
         rows = []
         for m in self.metrics.values():
@@ -76,6 +123,7 @@ class Catalog:
                 "labels": ["run"] + list(m.labels) if m.kind != INFO else ["run"] + list(m.labels),
                 "aggregation": m.agg, "weight": m.weight, "states": list(m.states),
                 "buckets": list(m.buckets), "group": m.group, "aliases": self.aliases_of(m.name),
+                "releases": self.alias_releases_of(m.name),
             })
         for v in self.vocabularies.values():
             if v.ignored or v.ignored_patterns:

@@ -68,12 +68,20 @@ METRICS: list[Metric] = [
     g("rl_reward", "1",
       "Reward used for training per sequence (veRL critic/rewards = score minus in-reward KL; "
       "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL rollout/reward; "
-      "slime/Miles rollout/rewards; posttrain train/reward_*).",
+      "slime/Miles rollout/raw_reward; posttrain train/reward_*). subset=generated: every generated "
+      "sample before dynamic filtering (OpenRLHF rollout/reward_mean).", "subset",
+      agg=WMEAN, weight=SEQ, group="reward"),
+    g("rl_normalized_reward", "1",
+      "Reward after per-group normalisation ((r - group mean) / group std), the value slime/Miles "
+      "log as rollout/rewards. Near 0 by construction: read rl_reward for the task reward.",
       agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_score", "1",
       "Raw task score per sequence before any KL shaping (veRL critic/score, OpenRLHF score, "
-      "AReaL task_reward, slime/Miles rollout/raw_reward).", agg=WMEAN, weight=SEQ, group="reward"),
-    g("rl_reward_function", "1", "Per reward function statistics (TRL rewards/{function}/mean|std).",
+      "AReaL task_reward).", agg=WMEAN, weight=SEQ, group="reward"),
+    g("rl_reward_function", "1",
+      "Reward of one named reward function (TRL rewards/{function}[/mean|std], ms-swift "
+      "rewards/{function}/mean|std, veRL critic/{function}_score/*, gdpo/{function}/*). `function` "
+      "is the user's own name; distinct names per run are capped.",
       "function", group="reward"),
     g("rl_advantage", "1", "Advantage estimates over valid tokens (GAE or group-normalised).",
       agg=WMEAN, weight=TOK, group="reward"),
@@ -97,7 +105,8 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- policy
     g("rl_loss", "1",
       "The optimised total loss (veRL actor/loss, HF/TRL loss, slime train/loss, posttrain "
-      "train/loss_avg). TRL's is the HF Trainer mean since the last log.", agg=WMEAN, weight=TOK,
+      "train/loss_avg). TRL's is the HF Trainer mean since the last log. component=kl: the KL "
+      "term of the loss as logged (generic KTO loss/kl).", "component", agg=WMEAN, weight=TOK,
       group="policy"),
     g("rl_policy_loss", "1",
       "Clipped-surrogate policy-gradient loss (veRL actor/pg_loss, OpenRLHF/TRL policy_loss, "
@@ -115,14 +124,14 @@ METRICS: list[Metric] = [
       agg=WMEAN, weight=SEQ, group="policy"),
     g("rl_policy_kl", "1",
       "Approximate KL between the sampling (old) and current policy inside the PPO ratio "
-      "(veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl, AReaL approx_kl, TRL PPO policy/approxkl_avg).",
-      agg=WMEAN, weight=TOK, group="policy"),
+      "(veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl, AReaL approx_kl, TRL PPO policy/approxkl_avg). "
+      "estimator=k1 where a trainer logs the plain mean log ratio next to it (TRL legacy "
+      "ppo/policy/policykl).", "estimator", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_reference_kl", "1",
-      "KL of the policy to the frozen reference (TRL kl, OpenRLHF kl, posttrain train/kl_mean "
-      "(k3) with stat=max for train/kl_max, TRL PPO objective/kl).", agg=WMEAN, weight=TOK,
-      group="policy"),
-    g("rl_kl_loss", "1", "KL-to-reference loss term (veRL actor/kl_loss, slime train/kl_loss).",
-      agg=WMEAN, weight=TOK, group="policy"),
+      "KL of the policy to the frozen reference, before the coefficient: TRL kl, OpenRLHF kl, "
+      "veRL actor/kl_loss and critic/kl, slime/Miles train/kl_loss, posttrain train/kl_mean (k3; "
+      "stat=max for train/kl_max), TRL PPO objective/kl, generic KTO loss/kl. `estimator` (k1|k2|k3) "
+      "where the key fixes it.", "estimator", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_kl_coefficient", "1", "KL coefficient / beta in use (veRL actor/kl_coef, posttrain kl_beta).",
       agg=LAST, group="policy"),
     g("rl_entropy", "1",
@@ -139,8 +148,17 @@ METRICS: list[Metric] = [
       "Policy gradient L2 norm before clipping (veRL actor/grad_norm = mean over mini-batches; "
       "HF/TRL grad_norm and posttrain train/grad_norm = the applied update's).", agg=LAST,
       group="policy"),
-    g("rl_learning_rate", "1", "Policy learning rate in use (per param group where logged).",
+    g("rl_learning_rate", "1",
+      "Policy learning rate the last update applied (per param group where logged; posttrain "
+      "train/learning_rate, HF/TRL learning_rate (transformers reads it before the scheduler "
+      "steps), veRL actor/lr, AReaL update/lr). Trainers that log the LR after the scheduler "
+      "stepped feed rl_next_learning_rate.",
       "param_group", agg=LAST, group="policy"),
+    g("rl_next_learning_rate", "1",
+      "Learning rate left for the NEXT optimizer update, read after the scheduler stepped "
+      "(posttrain PPO train/policy_lr, train/critic_lr; OpenRLHF actor_lr, critic_lr, lr; "
+      "slime/Miles train/lr-pg_N), per role=policy|critic and param_group. Shifted one step "
+      "against rl_learning_rate.", "role", "param_group", agg=LAST, group="policy"),
     g("rl_importance_ratio", "1", "Importance ratio pi/pi_old over valid tokens.",
       agg=WMEAN, weight=TOK, group="policy"),
     g("rl_importance_ratio_abs_deviation", "1",
@@ -185,8 +203,9 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- counts (weights)
     g(TOK, "{token}", "Tokens that carried learning signal this step (loss-masked completion tokens).",
       agg=SUM, group="counts"),
-    g(SEQ, "{response}", "Responses (completions) handed to the objective this step.", agg=SUM,
-      group="counts"),
+    g(SEQ, "{response}", "Responses (completions) handed to the objective this step; "
+      "subset=generated counts every generated sample before filtering (OpenRLHF "
+      "rollout/num_samples).", "subset", agg=SUM, group="counts"),
     g("rl_valid_sequences", "{sequence}", "Sequences that carried learning signal this step.", agg=SUM,
       group="counts"),
     g("rl_step_tokens", "{token}", "Tokens processed in this step (prompt+response).", agg=SUM,
@@ -255,15 +274,66 @@ METRICS: list[Metric] = [
     g("rl_train_inference_logprob_abs_diff", "1",
       "Mean |log pi_train - log pi_rollout| per token (slime/Miles train_rollout_logprob_abs_diff, "
       "posttrain logprob_gap_mean, AReaL logp_abs_diff, TRL sampling_logp_difference). Rising on MoE: "
-      "routing-flip signature.", agg=WMEAN, weight="rl_logprob_gap_tokens", group="consistency"),
-    g("rl_logprob_gap_tokens", "{token}", "Tokens the train/inference log-prob gap was measured over; "
-      "0 means no data, not no gap.", agg=SUM, group="consistency"),
-    g("rl_train_inference_kl", "1", "KL between rollout-engine and trainer distributions at sampled "
-      "tokens (Miles train_rollout_kl, veRL rollout_corr/kl).", agg=WMEAN, weight=TOK,
+      "routing-flip signature.", agg=WMEAN, weight="rl_train_inference_tokens", group="consistency"),
+    g("rl_train_inference_tokens", "{token}", "Tokens the train/inference log-prob gap was measured "
+      "over (posttrain logprob_gap_token_count, AReaL train_infer/n_valid_tokens); 0 means no data, "
+      "not no gap.", agg=SUM, group="consistency"),
+    g("rl_train_inference_kl", "1",
+      "KL(rollout engine || trainer) at the sampled tokens, by estimator: estimator=k1 (mean log "
+      "ratio, signed: veRL rollout_corr/kl, OpenRLHF vllm_kl, AReaL kl_k1), k2 (AReaL kl_k2), k3 "
+      "(exp(z)-z-1: Miles train_rollout_kl, veRL rollout_corr/k3_kl, AReaL kl_k3). Compare one "
+      "estimator at a time.", "estimator", agg=WMEAN, weight=TOK, group="consistency"),
+    g("rl_train_inference_logprob_tail_ratio", "1",
+      "Fraction of compared tokens whose |log pi_train - log pi_rollout| exceeds `threshold` nats "
+      "(posttrain train/logprob_gap_gt0p5_frac: 0.5; AReaL train_infer/ratio_outside_{t}: ln t).",
+      "threshold", agg=WMEAN, weight="rl_train_inference_tokens", group="consistency"),
+    g("rl_train_inference_logprob_diff", "1",
+      "Signed mean log pi_train - log pi_rollout per token (AReaL train_infer/logp_diff).",
+      agg=WMEAN, weight="rl_train_inference_tokens", group="consistency"),
+    g("rl_train_inference_logprob_squared_diff", "1",
+      "Mean (log pi_train - log pi_rollout)^2 per token (AReaL train_infer/logp_diff_squared).",
+      agg=WMEAN, weight="rl_train_inference_tokens", group="consistency"),
+    g("rl_train_inference_nll", "1",
+      "Mean negative log-likelihood of the sampled tokens, engine=trainer|rollout (AReaL "
+      "train_infer/trainer_nll, rollout_nll).", "engine", agg=WMEAN,
+      weight="rl_train_inference_tokens", group="consistency"),
+    g("rl_train_inference_nonfinite_ratio", "1",
+      "Fraction of compared tokens whose log-prob was not finite (AReaL "
+      "train_infer/nonfinite_logp_fraction).", agg=WMEAN, weight="rl_train_inference_tokens",
       group="consistency"),
-    g("rl_rollout_importance_weight", "1", "Truncated importance weights correcting rollout/trainer "
-      "mismatch (TRL sampling/importance_sampling_ratio, veRL rollout_corr/rollout_is_*).",
+    g("rl_train_inference_prob_abs_diff", "1",
+      "|p_rollout - p_trainer| of the sampled tokens (veRL training/rollout_probs_diff_*).",
       group="consistency"),
+    g("rl_train_inference_prob_correlation", "1",
+      "Pearson correlation of rollout and trainer token probabilities (veRL "
+      "training/rollout_actor_probs_pearson_corr). Below ~0.99: the engines disagree.",
+      group="consistency"),
+    g("rl_rollout_importance_weight", "1",
+      "Importance weights pi_train/pi_rollout correcting the mismatch (TRL "
+      "sampling/importance_sampling_ratio, veRL rollout_corr/rollout_is_*, slime/Miles train/tis). "
+      "level=sequence for sequence-level weights; truncated=false for the untruncated weight "
+      "(slime/Miles train/ois).", "level", "truncated", group="consistency"),
+    g("rl_rollout_importance_weight_abs_deviation", "1",
+      "Mean |w - 1| of the importance weights (slime/Miles train/tis_abs).", group="consistency"),
+    g("rl_rollout_importance_weight_clamped_ratio", "1",
+      "Fraction of importance weights that hit the truncation bound (slime/Miles "
+      "train/tis_clipfrac, veRL rollout_is_ratio_fraction_high|low with bound=high|low, "
+      "posttrain-carbonteq importance_sampling_ratio_clamped_fraction).", "bound", "level",
+      group="consistency"),
+    g("rl_rollout_rejected_ratio", "1",
+      "Fraction of tokens (level=token) or sequences (level=sequence) masked out by "
+      "train/inference rejection sampling (veRL rollout_corr/rollout_rs_*masked_fraction, "
+      "slime/Miles train/opsm_clipfrac = off-policy sequence masking).", "level", "option",
+      group="consistency"),
+    g("rl_importance_ess_ratio", "1",
+      "Effective sample size of the importance weights over the token count (Miles "
+      "train/ess_ratio, veRL rollout_corr/rollout_is_eff_sample_size); 1 means uniform weights.",
+      group="consistency"),
+    g("rl_token_logprob", "1",
+      "Mean log-probability of the sampled tokens under one policy: policy=current (slime/Miles "
+      "rollout/log_probs, AReaL update/new_logp), old (AReaL update/old_logp), reference "
+      "(rollout/ref_log_probs), rollout (the engine: rollout/rollout_log_probs), teacher "
+      "(rollout/teacher_log_probs).", "policy", agg=WMEAN, weight=TOK, group="consistency"),
     # ---------------------------------------------------------------- async
     # added for AReaL/slime/Miles/posttrain
     g("rl_config_value", "1",
@@ -277,7 +347,9 @@ METRICS: list[Metric] = [
       agg=WMEAN, weight=TOK, group="policy"),
     g("rl_sample_staleness_steps", "{version}",
       "Policy versions between the sample's behaviour policy and the trained one (AReaL "
-      "sample_staleness, veRL trajectory_staleness). Miles logs absolute weight versions instead.", agg=WMEAN, weight=TOK,
+      "sample_staleness, veRL trajectory_staleness); reference=proximal counts against AReaL's proximal "
+      "policy instead of the trained one. Miles logs absolute weight versions instead.", "reference",
+      agg=WMEAN, weight=TOK,
       group="async"),
     # ---------------------------------------------------------------- preference (DPO/KTO/SimPO/RM)
     g("rl_preference_reward", "1", "Implicit reward per side (TRL rewards/chosen|rejected, OpenRLHF "

@@ -86,6 +86,8 @@ class Alias:
     agg: str | None = None
     weight: str | None = None
     note: str = ""
+    since: str = ""   # first mined release tag that emits the key ("" where not mined)
+    until: str = ""   # last release tag that emitted it; "" while the latest release still does
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class Vocabulary:
     patterns: list[Pattern] = field(default_factory=list)
     ignored: dict[str, str] = field(default_factory=dict)          # exact key -> why
     ignored_patterns: list[tuple[re.Pattern, str]] = field(default_factory=list)
+    # keys that carry no meaning of their own: exported on the bounded fallback on purpose
+    fallback_patterns: list[tuple[re.Pattern, str]] = field(default_factory=list)
     step_keys: tuple[str, ...] = ()      # keys that carry the step number
     stat_suffixes: bool = True           # resolve "<base>/max" through "<base>"
     eval_prefixes: tuple[str, ...] = ()  # "eval_" -> same metric with split="eval"

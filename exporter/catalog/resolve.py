@@ -33,6 +33,7 @@ class Resolution:
     ignored: bool = False
     step: bool = False              # the key carries the step number
     reason: str = ""
+    deliberate: bool = False        # fallback chosen by the vocabulary, with a reason
 
     def as_dict(self) -> dict:
         return {
@@ -47,6 +48,7 @@ class Resolution:
             "aggregation": self.agg,
             "weight": self.weight,
             "reason": self.reason,
+            "deliberate_fallback": self.deliberate,
         }
 
 
@@ -110,12 +112,21 @@ class Resolver:
         if why is not None:
             return Resolution(key, vocab.name, None, ignored=True,
                               reason=f"ignored by {vocab.name}: {why}")
+        for regex, why in vocab.fallback_patterns:
+            if regex.match(key):
+                return Resolution(key, vocab.name, self.metrics[FALLBACK_METRIC],
+                                  (("key", sanitize_label_value(key)),), fallback=True,
+                                  deliberate=True, reason=f"left on {FALLBACK_METRIC} by {vocab.name}: {why}")
         if depth > 2:
             return None
         if vocab.stat_suffixes:
             m = _STAT_SUFFIX.match(key)
             if m:
                 base = self._resolve_in(m.group("base"), vocab, depth + 1)
+                if base is not None and base.deliberate:
+                    return Resolution(key, vocab.name, base.metric,
+                                      (("key", sanitize_label_value(key)),), fallback=True,
+                                      deliberate=True, reason=base.reason)
                 if base is not None and base.metric is not None and "stat" in base.metric.labels \
                         and not any(k == "stat" for k, _ in base.labels):
                     stat = STAT_NAMES[m.group("stat")]

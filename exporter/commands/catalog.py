@@ -12,11 +12,11 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..catalog import CATALOG
+    from ..catalog import CATALOG, FRAMEWORK_ALIASES
     rows = CATALOG.as_json()
     if args.framework:
-        rows = [r for r in rows if args.framework in (r.get("aliases") or {})
-                or r.get("framework") == args.framework]
+        fw = FRAMEWORK_ALIASES.get(args.framework, args.framework)
+        rows = [r for r in rows if fw in (r.get("aliases") or {}) or r.get("framework") == fw]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -30,4 +30,8 @@ def run(args) -> int:
               + (f" by {r['weight']}" if r["weight"] else ""))
         for fw, keys in r["aliases"].items():
             print(f"    {fw}: {', '.join(keys[:6])}" + (" ..." if len(keys) > 6 else ""))
+            spans = r.get("releases", {}).get(fw, {})
+            old = [f"{k} (until {s['until']})" for k, s in spans.items() if s["until"]]
+            if old:
+                print(f"      older releases only: {', '.join(old[:4])}" + (" ..." if len(old) > 4 else ""))
     return 0

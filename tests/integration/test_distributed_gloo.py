@@ -30,7 +30,7 @@ _K = {
     "train/reward_min": alias("rl_reward", stat="min"),
     "train/response_len_max": alias("rl_response_length_tokens", stat="max"),
     "train/logprob_gap_mean": alias("rl_train_inference_logprob_abs_diff"),
-    "train/logprob_gap_token_count": alias("rl_logprob_gap_tokens"),
+    "train/logprob_gap_token_count": alias("rl_train_inference_tokens"),
     "train/grad_norm": alias("rl_grad_norm"),
     "train/loss_avg": alias("rl_loss", weight="train/valid_token_count"),
 }

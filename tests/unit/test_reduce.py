@@ -16,11 +16,11 @@ _K = {
     "train/valid_token_count": alias("rl_valid_tokens"),
     "train/valid_sequence_count": alias("rl_valid_sequences"),
     "train/response_count": alias("rl_responses"),
-    "train/logprob_gap_token_count": alias("rl_logprob_gap_tokens"),
+    "train/logprob_gap_token_count": alias("rl_train_inference_tokens"),
     "train/clip_frac": alias("rl_policy_clip_ratio", weight="train/valid_token_count"),
     "train/seq_clip_frac": alias("rl_policy_sequence_clip_ratio",
                                  weight="train/valid_sequence_count"),
-    # no alias weight: the metric's canonical weight (rl_logprob_gap_tokens / rl_responses)
+    # no alias weight: the metric's canonical weight (rl_train_inference_tokens / rl_responses)
     "train/logprob_gap_mean": alias("rl_train_inference_logprob_abs_diff"),
     "train/rollout_truncated_frac": alias("rl_response_truncated_ratio"),
     "train/kl_mean": alias("rl_reference_kl", weight="train/valid_token_count"),
@@ -47,7 +47,7 @@ def test_rules_follow_catalog_and_seed():
     rules = key_rules(keys, "pt", PT)
     assert rules["train/clip_frac"].agg == WMEAN
     assert rules["train/clip_frac"].weight == "train/valid_token_count"
-    # canonical weight fallback: rl_logprob_gap_tokens -> the raw key present
+    # canonical weight fallback: rl_train_inference_tokens -> the raw key present
     assert rules["train/logprob_gap_mean"].weight == "train/logprob_gap_token_count"
     assert rules["train/rollout_truncated_frac"].weight == "train/response_count"
     assert rules["train/kl_max"].agg == MAX and rules["train/response_len_max"].agg == MAX

@@ -8,10 +8,11 @@ with an internal `{key}__count` that StatsLogger drops (ignored here too). `reco
 is always timeperf/{name}. One commit carries actor, rollout and eval-rollout stats together, so
 no two keys here map to the same series.
 """
+import math
 import re
 
 from ..metrics import SPLIT, STAT
-from ..model import COUNTER, GAUGE, MEAN, SUM, WMEAN, Metric, Vocabulary, alias, pattern
+from ..model import COUNTER, GAUGE, MAX, MEAN, SUM, WMEAN, Metric, Vocabulary, alias, pattern
 
 METRICS = [
     Metric("rl_outcome_sequences", GAUGE, "{sequence}",
@@ -22,33 +23,21 @@ METRICS = [
            "Prompt+response length of correct / incorrect sequences (AReaL "
            "ppo_actor/correct_seq_len, incorrect_seq_len: attention-mask length).",
            (STAT, SPLIT, "outcome"), WMEAN, "rl_responses", group="length"),
-    Metric("rl_ppo_token_counts", GAUGE, "{token}",
-           "AReaL loss-level and diagnostic denominators (ppo_actor/update/n_tokens, clipped_tokens, "
-           "dual_clipped_tokens, unclipped_behave_tokens, n_valid_tokens_in_loss, ..., ppo_critic/*); "
-           "`quantity` is the key path under the role's scope. The step's headline counts are "
-           "rl_valid_tokens / rl_responses.", (STAT, SPLIT, "role", "quantity"), SUM, group="counts"),
-    Metric("rl_ppo_diagnostic", GAUGE, "1",
-           "AReaL PPO statistics with no canonical metric (ppo_actor/update/new_logp, old_logp, "
-           "logp_diff = old - new within the update, clipped_*_logp, behave_approx_kl, "
-           "behave_filtered_ratio, compute_logp/*, rkl_loss, vocab_*_logits, sapo_*, final_reward "
-           "per token, ppo_critic/old_value, ...). `quantity` is the key path under the role's "
-           "scope; `method` is the proximal-logp approximation.",
-           (STAT, SPLIT, "role", "quantity", "method"), MEAN, group="policy"),
-    Metric("rl_train_inference_diagnostic", GAUGE, "1",
-           "AReaL train/inference log-prob diagnostics (ppo_actor/train_infer/*): signed logp_diff, "
-           "logp_diff_squared, trainer_nll, rollout_nll, kl_k1, kl_k2, ratio_outside_{t} (fraction "
-           "with |d| > log t), nonfinite_logp_fraction, kl_k3_overflow_fraction. The mean |d| is "
-           "rl_train_inference_logprob_abs_diff and k3 is rl_train_inference_kl.",
-           (STAT, SPLIT, "quantity"), WMEAN, "rl_logprob_gap_tokens", group="consistency"),
-    Metric("rl_version_stats", GAUGE, "1",
-           "AReaL policy-version bookkeeping (ppo_actor/update/version_stats/*): v_theta, v_proximal "
-           "(versions), sample_staleness_proximal (versions), stale_token_fraction, "
-           "future_token_fraction. Staleness against theta is rl_sample_staleness_steps.",
-           (STAT, SPLIT, "quantity"), MEAN, group="async"),
-    Metric("rl_workflow_value", GAUGE, "1",
-           "Scalars an AReaL rollout workflow logs with no canonical metric (rollout/accepted, "
-           "rejected, max_tokens; any eval-rollout/{scalar} with split=eval); "
-           "count-weighted mean over trajectories.", (STAT, SPLIT, "quantity"), MEAN, group="rollout"),
+    Metric("rl_counted_tokens", GAUGE, "{token}",
+           "Token counts AReaL averages its statistics over, per role and subset (ppo_actor/n_tokens "
+           "= batch_all, update/n_valid_tokens = update_valid, update/clipped_tokens = "
+           "update_clipped, ...). The step's headline counts are rl_valid_tokens / rl_responses.",
+           (STAT, SPLIT, "role", "subset"), SUM, group="counts"),
+    Metric("rl_policy_version", GAUGE, "{version}",
+           "Policy version in the AReaL decoupled-PPO update: policy=current (version_stats/v_theta) "
+           "or proximal (v_proximal).", (STAT, SPLIT, "policy"), MAX, group="async"),
+    Metric("rl_stale_token_ratio", GAUGE, "1",
+           "Fraction of generated tokens sampled by an older policy version than the one trained "
+           "(AReaL version_stats/stale_token_fraction).", (STAT, SPLIT), MEAN, group="async"),
+    Metric("rl_advantage_sign_ratio", GAUGE, "1",
+           "Fraction of valid tokens whose shaped advantage is sign=positive|negative|zero (AReaL "
+           "ppo_actor/advantage_{sign}_fraction). zero near 1: no learning signal.",
+           (STAT, SPLIT, "sign"), MEAN, group="reward"),
     Metric("rl_training_compute_seconds_total", COUNTER, "s",
            "Training compute time since the engine started (AReaL train_perf/total_seconds; resets "
            "when the engine is recreated).", (), SUM, group="throughput"),
@@ -84,14 +73,6 @@ def _w(metric, weight, **kw):
     return alias(metric, agg=WMEAN, weight=weight, **kw)
 
 
-def _diag(role, quantity, **kw):
-    return alias("rl_ppo_diagnostic", role=role, quantity=quantity, **kw)
-
-
-def _count(role, quantity):
-    return alias("rl_ppo_token_counts", role=role, quantity=quantity)
-
-
 def _config(role, parameter):
     return alias("rl_config_value", role=role, parameter=parameter, note="config echo")
 
@@ -100,8 +81,8 @@ K = {
     # ---------------------------------------------------------------- batch (ppo_actor/)
     "ppo_actor/n_seqs": alias("rl_responses"),
     "ppo_actor/n_valid_tokens": alias("rl_valid_tokens"),
-    "ppo_actor/n_tokens": _count("actor", "n_tokens"),
-    "ppo_actor/agent": _count("actor", "agent"),  # log_agent_stats: trajectory starts
+    "ppo_actor/n_tokens": alias("rl_counted_tokens", role="actor", subset="batch_all",
+                                note="prompt + response tokens of the batch"),
     "ppo_actor/correct_n_seqs": alias("rl_outcome_sequences", outcome="correct"),
     "ppo_actor/incorrect_n_seqs": alias("rl_outcome_sequences", outcome="incorrect"),
     "ppo_actor/task_reward": _w("rl_score", NS),
@@ -114,9 +95,6 @@ K = {
                                       "ppo_actor/incorrect_n_seqs", outcome="incorrect"),
     "ppo_actor/advantages": _w("rl_advantage", NT),
     "ppo_actor/kl_rewards": _w("rl_reward_kl_penalty", NT),
-    # tot_rewards averaged per token (mostly the KL term plus the final-token reward): not the
-    # per-sequence reward, so not rl_reward
-    "ppo_actor/final_reward": _diag("actor", "final_reward", agg=WMEAN, weight=NT),
     # ---------------------------------------------------------------- config echoes
     "ppo_actor/eps_clip": _config("actor", "eps_clip"),
     "ppo_actor/c_clip": _config("actor", "c_clip"),
@@ -133,61 +111,45 @@ K = {
     "ppo_actor/update/clip_ratio": _w("rl_policy_clip_ratio", UT),
     "ppo_actor/update/dual_clip_ratio": _w("rl_policy_clip_ratio", UT, bound="dual"),
     "ppo_actor/update/entropy": _w("rl_entropy", UT),
-    "ppo_actor/update/new_logp": _diag("actor", "update/new_logp", agg=WMEAN, weight=UT),
-    "ppo_actor/update/old_logp": _diag("actor", "update/old_logp", agg=WMEAN, weight=UT),
-    # old_logp - new_logp inside the update: policy drift, not train/inference mismatch
-    "ppo_actor/update/logp_diff": _diag("actor", "update/logp_diff", agg=WMEAN, weight=UT),
-    "ppo_actor/update/logp_abs_diff": _diag("actor", "update/logp_abs_diff", agg=WMEAN, weight=UT),
-    "ppo_actor/update/clipped_new_logp": _diag("actor", "update/clipped_new_logp", agg=WMEAN,
-                                               weight="ppo_actor/update/clipped_tokens"),
-    "ppo_actor/update/clipped_old_logp": _diag("actor", "update/clipped_old_logp", agg=WMEAN,
-                                               weight="ppo_actor/update/clipped_tokens"),
+    "ppo_actor/update/new_logp": _w("rl_token_logprob", UT, policy="current"),
+    "ppo_actor/update/old_logp": _w("rl_token_logprob", UT, policy="old"),
     # decoupled PPO: pi_prox / pi_behave, truncated; averaged over the tokens it did not filter
     "ppo_actor/update/behave_imp_weight": _w("rl_rollout_importance_weight",
                                              "ppo_actor/update/unclipped_behave_tokens"),
-    "ppo_actor/update/behave_approx_kl": _diag("actor", "update/behave_approx_kl", agg=WMEAN,
-                                               weight="ppo_actor/update/unclipped_behave_tokens"),
-    "ppo_actor/update/behave_filtered_ratio": _diag("actor", "update/behave_filtered_ratio",
-                                                    agg=WMEAN, weight=UT),
+    "ppo_actor/update/behave_filtered_ratio": _w("rl_rollout_rejected_ratio", UT, level="token",
+                                                 option="behave_imp_weight_cap"),
     "ppo_actor/update/grad_norm": alias("rl_grad_norm", agg=MEAN, note="mean over minibatches"),
     "ppo_actor/update/lr": alias("rl_learning_rate", agg=MEAN),
     "ppo_actor/update/update_successful": alias("rl_optimizer_update_success_ratio"),
-    "ppo_actor/update/masked_token_ratio": _diag("actor", "update/masked_token_ratio"),
-    "ppo_actor/update/rs_filtered_fraction": _diag("actor", "update/rs_filtered_fraction"),
+    "ppo_actor/update/rs_filtered_fraction": alias("rl_rollout_rejected_ratio", level="token",
+                                                   option="rejection_sampling"),
     # ---------------------------------------------------------------- staleness (version_stats/)
-    "ppo_actor/update/version_stats/v_theta": alias("rl_version_stats", quantity="v_theta"),
-    "ppo_actor/update/version_stats/v_proximal": alias("rl_version_stats", quantity="v_proximal"),
+    "ppo_actor/update/version_stats/v_theta": alias("rl_policy_version", policy="current"),
+    "ppo_actor/update/version_stats/v_proximal": alias("rl_policy_version", policy="proximal"),
     "ppo_actor/update/version_stats/stale_token_fraction": alias(
-        "rl_version_stats", agg=WMEAN, weight=VT, quantity="stale_token_fraction"),
-    "ppo_actor/update/version_stats/future_token_fraction": alias(
-        "rl_version_stats", agg=WMEAN, weight=VT, quantity="future_token_fraction"),
+        "rl_stale_token_ratio", agg=WMEAN, weight=VT),
     # ---------------------------------------------------------------- train/infer (train_infer/)
-    "ppo_actor/train_infer/n_valid_tokens": alias("rl_logprob_gap_tokens"),
+    "ppo_actor/train_infer/n_valid_tokens": alias("rl_train_inference_tokens"),
     "ppo_actor/train_infer/logp_abs_diff": _w("rl_train_inference_logprob_abs_diff", TI),
-    "ppo_actor/train_infer/kl_k3": _w("rl_train_inference_kl", TI,
-                                      note="k3 estimate of KL(rollout || trainer)"),
+    "ppo_actor/train_infer/kl_k1": _w("rl_train_inference_kl", TI, estimator="k1"),
+    "ppo_actor/train_infer/kl_k2": _w("rl_train_inference_kl", TI, estimator="k2"),
+    "ppo_actor/train_infer/kl_k3": _w("rl_train_inference_kl", TI, estimator="k3"),
+    "ppo_actor/train_infer/logp_diff": _w("rl_train_inference_logprob_diff", TI),
+    "ppo_actor/train_infer/logp_diff_squared": _w("rl_train_inference_logprob_squared_diff", TI),
+    "ppo_actor/train_infer/trainer_nll": _w("rl_train_inference_nll", TI, engine="trainer"),
+    "ppo_actor/train_infer/rollout_nll": _w("rl_train_inference_nll", TI, engine="rollout"),
+    "ppo_actor/train_infer/nonfinite_logp_fraction": _w("rl_train_inference_nonfinite_ratio", TI),
     # ---------------------------------------------------------------- critic (ppo_critic/)
-    "ppo_critic/n_tokens": _count("critic", "n_tokens"),
-    "ppo_critic/n_valid_tokens": _count("critic", "n_valid_tokens"),
-    "ppo_critic/clipped_tokens": _count("critic", "clipped_tokens"),
     "ppo_critic/critic_loss": _w("rl_value_loss", CT),
     "ppo_critic/new_value": _w("rl_value", CT),
     "ppo_critic/target_value": _w("rl_return", CT, note="value target = returns"),
     "ppo_critic/clip_ratio": _w("rl_value_clip_ratio", CT),
-    "ppo_critic/old_value": _diag("critic", "old_value", agg=WMEAN, weight=CT),
-    "ppo_critic/clipped_new_value": _diag("critic", "clipped_new_value"),
-    "ppo_critic/clipped_old_value": _diag("critic", "clipped_old_value"),
     "ppo_critic/grad_norm": alias("rl_critic_grad_norm", agg=MEAN, note="mean over minibatches"),
     "ppo_critic/lr": alias("rl_critic_learning_rate", agg=MEAN),
-    "ppo_critic/update_successful": _diag("critic", "update_successful"),
     # ---------------------------------------------------------------- rollout workers
     "rollout/reward": alias("rl_reward", note="workflow reward per trajectory, count-weighted over "
                                               "rollout workers; includes later-rejected ones"),
     "rollout/num_turns": alias("rl_turns"),
-    # accepted/rejected count 1 per trajectory; max_tokens is logged by multi-turn workflows
-    "rollout/accepted": alias("rl_workflow_value", quantity="accepted"),
-    "rollout/rejected": alias("rl_workflow_value", quantity="rejected"),
-    "rollout/max_tokens": alias("rl_workflow_value", quantity="max_tokens"),
     "eval-rollout/reward": alias("rl_reward", split="eval"),
     "eval-rollout/num_turns": alias("rl_turns", split="eval"),
     # ---------------------------------------------------------------- train_perf/ (858556a)
@@ -203,35 +165,45 @@ K = {
     "train_perf/cumulative_estimated_flops_per_second": alias(
         "rl_cumulative_achieved_flops_per_second"),
 }
-# loss-level denominators (SUM) and rejection-sampling scalars
-for _q in ("n_tokens", "n_valid_tokens", "clipped_tokens", "dual_clipped_tokens",
-           "unclipped_behave_tokens", "n_total_tokens", "n_valid_tokens_in_loss", "n_masked_tokens",
-           "compute_logp/n_valid_tokens", "version_stats/n_valid_tokens",
-           "version_stats/n_valid_generated_tokens"):
-    K[f"ppo_actor/update/{_q}"] = _count("actor", f"update/{_q}")
-# proximal-logp approximation quality (AVG_MIN_MAX over compute_logp/n_valid_tokens)
-for _q in ("prox_logp_gt", "kl_div_direct", "kl_div_taylor", "kl_div_dual"):
-    K[f"ppo_actor/update/compute_logp/{_q}"] = _diag(
-        "actor", f"update/compute_logp/{_q}", agg=WMEAN,
-        weight="ppo_actor/update/compute_logp/n_valid_tokens")
+# |d| > ln t, i.e. the ratio outside [1/t, t]: the tail threshold in nats is ln t
+for _t in ("1.5", "2", "3", "5", "10"):
+    K[f"ppo_actor/train_infer/ratio_outside_{_t}"] = _w(
+        "rl_train_inference_logprob_tail_ratio", TI, threshold=f"{math.log(float(_t)):.3g}")
 # staleness is reported as *_avg|_max|_min scalars, not /avg: spell the statistics out
 for _s in ("avg", "max", "min"):
     K[f"ppo_actor/update/version_stats/sample_staleness_theta_{_s}"] = alias(
         "rl_sample_staleness_steps", stat=_s, **({"agg": WMEAN, "weight": VT} if _s == "avg" else {}))
     K[f"ppo_actor/update/version_stats/sample_staleness_proximal_{_s}"] = alias(
-        "rl_version_stats", quantity="sample_staleness_proximal", stat=_s,
+        "rl_sample_staleness_steps", reference="proximal", stat=_s,
         **({"agg": WMEAN, "weight": VT} if _s == "avg" else {}))
-# train_infer extras: AVG over its n_valid_tokens
-for _q in ("logp_diff", "logp_diff_squared", "trainer_nll", "rollout_nll", "kl_k1", "kl_k2",
-           "nonfinite_logp_fraction", "kl_k3_overflow_fraction"):
-    K[f"ppo_actor/train_infer/{_q}"] = _w("rl_train_inference_diagnostic", TI, quantity=_q)
-for _t in ("1.5", "2", "3", "5", "10"):
-    K[f"ppo_actor/train_infer/ratio_outside_{_t}"] = _w("rl_train_inference_diagnostic", TI,
-                                                       quantity=f"ratio_outside_{_t}")
 # token occupancy of the shaped advantages
 for _sign in ("positive", "negative", "zero"):
-    K[f"ppo_actor/advantage_{_sign}_fraction"] = _diag("actor", f"advantage_{_sign}_fraction",
-                                                       agg=WMEAN, weight=NT)
+    K[f"ppo_actor/advantage_{_sign}_fraction"] = _w("rl_advantage_sign_ratio", NT, sign=_sign)
+
+# denominators of the update's averages
+for _q, _sub in (("n_tokens", "update_all"), ("n_valid_tokens", "update_valid"),
+                 ("clipped_tokens", "update_clipped"), ("dual_clipped_tokens", "update_dual_clipped"),
+                 ("unclipped_behave_tokens", "update_unclipped_behave"),
+                 ("n_total_tokens", "update_total"), ("n_valid_tokens_in_loss", "update_valid_in_loss"),
+                 ("n_masked_tokens", "update_masked"),
+                 ("compute_logp/n_valid_tokens", "compute_logp_valid"),
+                 ("version_stats/n_valid_tokens", "version_valid"),
+                 ("version_stats/n_valid_generated_tokens", "version_valid_generated")):
+    K[f"ppo_actor/update/{_q}"] = alias("rl_counted_tokens", role="actor", subset=_sub)
+for _q, _sub in (("n_tokens", "all"), ("n_valid_tokens", "valid"), ("clipped_tokens", "clipped")):
+    K[f"ppo_critic/{_q}"] = alias("rl_counted_tokens", role="critic", subset=_sub)
+
+# Keys with no meaning of their own (denominators of other keys' averages, workflow bookkeeping,
+# custom loss terms): exported on the bounded fallback, on purpose.
+FALLBACK = [
+    (re.compile(r"^ppo_actor/agent$"), "trajectory-start bookkeeping of log_agent_stats"),
+    (re.compile(r"^rollout/(?:accepted|rejected|max_tokens)$"),
+     "workflow bookkeeping logged as a count-weighted mean of per-trajectory constants"),
+    (re.compile(r"^eval-rollout/" + NC + r"[^/]+$"), "a scalar a user workflow logs at eval time"),
+    (re.compile(r"^ppo_(?:actor|critic)/(?!.*(?:/(?:avg|min|max)|__count)$).+$"),
+     "an AReaL PPO statistic with no canonical meaning (custom losses, SAPO gates, logits "
+     "ranges, proximal-logp approximation errors, policy drift inside the update)"),
+]
 
 P = [
     # timers: timeperf/{name} whatever the scope, incl. {role}_onload|offload
@@ -243,23 +215,11 @@ P = [
             "rl_moe_expert_tokens"),
     pattern(r"^moe_balance/layer_(?P<layer>\d+)/expert_(?P<expert>\d+)/load_percent$",
             "rl_moe_expert_load_ratio", scale=0.01),
-    # proximal-logp importance-weight error per approximation method (base; /avg|min|max resolve)
-    pattern(r"^ppo_actor/update/compute_logp/(?P<method>[^/]+)/(?P<q>(?:behave_imp_weight|"
-            r"importance_weight)_(?:abs|rel)_error)$", "rl_ppo_diagnostic", role="actor",
-            quantity="update/compute_logp/{q}"),
-    # eval workflow scalars: anything else a workflow logs. (No such catch-all for rollout/:
-    # slime and Miles own that prefix too, and framework="auto" tries AReaL first.)
-    pattern(r"^eval-rollout/" + NC + r"(?P<quantity>[^/]+)$", "rl_workflow_value", split="eval"),
-    # other ppo_actor/ppo_critic stats (distillation, SAPO gates, logits range, custom losses).
-    # Keys ending in /avg|/min|/max are left to resolve through their base key.
-    pattern(r"^ppo_actor/(?!.*(?:/(?:avg|min|max)|__count)$)(?P<quantity>.+)$", "rl_ppo_diagnostic",
-            role="actor"),
-    pattern(r"^ppo_critic/(?!.*(?:/(?:avg|min|max)|__count)$)(?P<quantity>.+)$", "rl_ppo_diagnostic",
-            role="critic"),
 ]
 
 VOCABULARY = Vocabulary(
     name="areal", title="AReaL", keys=K, patterns=P,
+    fallback_patterns=FALLBACK,
     ignored_patterns=[
         (re.compile(r"^.+__count$"),
          "SCALAR bookkeeping: the number of values behind the key, used by the rollout controller's "

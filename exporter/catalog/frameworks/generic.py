@@ -45,7 +45,7 @@ K = {
     "logps/chosen": alias("rl_preference_logprob", side="chosen"),
     "logps/rejected": alias("rl_preference_logprob", side="rejected"),
     "kl_estimate": alias("rl_reference_kl", note="KTO: batch estimate of KL(policy || reference)"),
-    "loss/kl": alias("rl_kl_loss", note="KTO KL regulariser term"),
+    "loss/kl": alias("rl_loss", component="kl", note="KTO KL regulariser term of the loss"),
     # ---- agentic episodes (seed 004 section 5); /mean|max|min via the stat suffix.
     "episode/reward": alias("rl_episode_reward"),
     # "interaction turns per episode": the same quantity as veRL num_turns

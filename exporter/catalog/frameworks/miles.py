@@ -7,14 +7,13 @@ extra eval keys. Miles' own patterns go first so that, e.g., eval/skipped_{reaso
 as an eval dataset. Miles' Prometheus backend (miles_metric_*) re-exports the same keys; this
 vocabulary reads the raw keys.
 """
+import re
+
 from ..metrics import SPLIT, STAT
 from ..model import GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
 from . import slime
 
 METRICS = [
-    Metric("rl_importance_ess_ratio", GAUGE, "1",
-           "Effective sample size of the importance weights over the token count (Miles "
-           "train/ess_ratio); 1 means the weights are uniform.", (STAT, SPLIT), MEAN, group="consistency"),
     Metric("rl_sample_weight_version", GAUGE, "{version}",
            "Weight version of the policy that generated the step's samples (Miles "
            "rollout/weight_version/{mean,median,max,min}). Compare with rl_training_step for the lag.",
@@ -37,6 +36,10 @@ METRICS = [
            "Peak dense FLOP/s of one training GPU used as the MFU denominator (Miles "
            "perf/mfu_peak_tflops, --mfu-peak-tflops or a built-in table).", (STAT, SPLIT), LAST,
            group="throughput"),
+    Metric("rl_validation_none_reward_ratio", GAUGE, "1",
+           "Fraction of evaluation samples of a dataset whose reward came back None (Miles "
+           "eval/{dataset}-none_reward_ratio).", (STAT, SPLIT, "data_source"), MEAN,
+           group="validation"),
     Metric("rl_eval_skipped", GAUGE, "1",
            "Evaluation samples skipped per reason (Miles eval/skipped_{reason}).",
            (STAT, SPLIT, "reason"), SUM, group="validation"),
@@ -50,7 +53,7 @@ GB = 2.0 ** 30  # psutil bytes / 1024**3, as in slime/veRL
 KEYS = dict(slime.KEYS)
 _TRAIN_EXTRA = {
     "ess_ratio": alias("rl_importance_ess_ratio"),
-    "train_rollout_kl": alias("rl_train_inference_kl"),
+    "train_rollout_kl": alias("rl_train_inference_kl", estimator="k3"),
 }
 for _k, _a in _TRAIN_EXTRA.items():
     KEYS[f"train/{_k}"] = _a
@@ -77,7 +80,7 @@ PATTERNS = [
     pattern(r"^rollout/tito_session_mismatch_rate/(?P<server_version>[^/]+)(?:/(?P<type>.+))?$",
             "rl_tito_session_mismatch_ratio"),
     pattern(r"^perf/cpu_memory_(?P<kind>.+)_gb$", "rl_host_memory_bytes", scale=GB),
-    pattern(r"^eval/(?P<data_source>.+)-(?P<quantity>none_reward_ratio)$", "rl_validation_sample_stat"),
+    pattern(r"^eval/(?P<data_source>.+)-none_reward_ratio$", "rl_validation_none_reward_ratio"),
     pattern(r"^eval/skipped_(?P<reason>.+)$", "rl_eval_skipped"),
 ] + list(slime.PATTERNS)
 
@@ -85,6 +88,9 @@ IGNORED = dict(slime.IGNORED)
 
 VOCABULARY = Vocabulary(
     name="miles", title="Miles", keys=KEYS, patterns=PATTERNS, ignored=IGNORED,
+    fallback_patterns=list(slime.FALLBACK) + [
+        (re.compile(r"^perf/fully_async/"), "fully-async queue bookkeeping"),
+    ],
     step_keys=("train/step",),
     doc="Console `[ts process] file:line - step N: {dict}`, the JSONL MetricEvent `metrics` object "
         "(--save-debug-event-data), W&B/TensorBoard/MLflow; keys as in slime plus Miles' own.",

@@ -20,11 +20,6 @@ from ..metrics import SPLIT, STAT
 from ..model import GAUGE, LAST, MEAN, SUM, Metric, Vocabulary, alias, pattern
 
 METRICS = [
-    Metric("rl_rollout_summary", GAUGE, "1",
-           "OpenRLHF rollout/* statistics over every generated sample before dynamic filtering and "
-           "batching (quantity=reward|response_length_tokens|truncated_ratio|samples); the bare "
-           "reward/response_length/truncated keys cover only the samples trained on.",
-           (STAT, SPLIT, "quantity"), MEAN, group="reward"),
     Metric("rl_reference_logprob_diff", GAUGE, "1",
            "Mean log pi - log pi_ref over response tokens, signed (OpenRLHF logprobs_diff: the k1 "
            "estimate of the KL to the reference; `kl` uses the configured estimator).",
@@ -45,11 +40,13 @@ K = {
     # ---- actor (ppo_actor.py); token-weighted means, lr/grad_norm the last value
     "policy_loss": alias("rl_policy_loss", agg=MEAN, note=_TOK),
     "entropy_loss": alias("rl_entropy_loss", agg=MEAN, note="only with actor.entropy_coef set"),
-    "actor_lr": alias("rl_learning_rate"),
+    # read with get_last_lr() after optimizer_step, which steps the scheduler: the next LR
+    "actor_lr": alias("rl_next_learning_rate", role="policy"),
     "actor_grad_norm": alias("rl_grad_norm", note="last value in the step"),
     "ppo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN, note=_TOK),
     "ppo_kl": alias("rl_policy_kl", agg=MEAN, note="KL(old || new), " + _TOK),
-    "vllm_kl": alias("rl_train_inference_kl", agg=MEAN, note="vs vLLM rollout logprobs, IS correction on"),
+    "vllm_kl": alias("rl_train_inference_kl", agg=MEAN, estimator="k1",
+                     note="mean(rollout - old logprob), IS correction on"),
     "kl": alias("rl_reference_kl", agg=MEAN, note="configured estimator (k1/k2/k3), token-weighted"),
     "logprobs_diff": alias("rl_reference_logprob_diff"),
     # ---- experience (experience_maker.py / samples_generator.py): per-sample
@@ -64,17 +61,18 @@ K = {
     # ---- critic (ppo_critic.py)
     "critic_loss": alias("rl_value_loss", agg=MEAN),
     "values": alias("rl_value", agg=MEAN),
-    "critic_lr": alias("rl_critic_learning_rate"),
+    "critic_lr": alias("rl_next_learning_rate", role="critic"),
     "critic_grad_norm": alias("rl_critic_grad_norm"),
     # ---- trainer timing (ppo_trainer.py), seconds
     "timing/step_total": alias("rl_step_duration_seconds",
                                note="sync trainer: sum of the timing/* phases; async: iteration wall time"),
     # ---- rollout stats before dynamic batching (ppo_trainer.py)
-    "rollout/reward_mean": alias("rl_rollout_summary", quantity="reward"),
-    "rollout/reward_std": alias("rl_rollout_summary", quantity="reward", stat="std"),
-    "rollout/response_length_mean": alias("rl_rollout_summary", quantity="response_length_tokens"),
-    "rollout/truncated_rate": alias("rl_rollout_summary", quantity="truncated_ratio"),
-    "rollout/num_samples": alias("rl_rollout_summary", quantity="samples", agg=SUM),
+    # every generated sample, before dynamic filtering and batching (the bare keys: trained-on only)
+    "rollout/reward_mean": alias("rl_reward", subset="generated", agg=MEAN),
+    "rollout/reward_std": alias("rl_reward", subset="generated", stat="std"),
+    "rollout/response_length_mean": alias("rl_response_length_tokens", subset="generated", agg=MEAN),
+    "rollout/truncated_rate": alias("rl_response_truncated_ratio", subset="generated", agg=MEAN),
+    "rollout/num_samples": alias("rl_responses", subset="generated", agg=SUM),
     "dynamic_filtering_pass_rate": alias("rl_dynamic_filter_pass_ratio"),
     # ---- DPO / reward-model trainers (per accumulation window)
     "loss_mean": alias("rl_loss", agg=MEAN, note="mean over the accumulation window (DPO/RM)"),
@@ -84,21 +82,33 @@ K = {
                            note="last micro-batch, all-reduced over DP"),
     "reject_reward": alias("rl_preference_reward", side="rejected", agg=LAST,
                            note="last micro-batch, all-reduced over DP"),
-    "lr": alias("rl_learning_rate"),
+    "lr": alias("rl_next_learning_rate", role="policy", note="DPO/RM, after optimizer_step"),
     "grad_norm": alias("rl_grad_norm", note="DPO/RM; on the PPO tqdm bar the actor grad norm"),
     "nll_loss": alias("rl_nll_loss"),
+    "ptx_loss": alias("rl_loss", component="ptx", agg=MEAN, note="pretraining-data loss mixed in"),
+    "preference_loss": alias("rl_loss", component="preference", agg=MEAN, note="DPO/RM"),
+    "aux_loss": alias("rl_aux_loss"),
 }
 
 # tqdm bar short names (ppo_actor.py / ppo_critic.py short_status): console only, never under train/.
 TQDM = {
+    # short names of releases before 0.5
+    "pg": alias("rl_policy_loss", agg=MEAN),
+    "rm": alias("rl_reward", agg=MEAN),
+    "ret": alias("rl_return", agg=MEAN),
+    "glen": alias("rl_response_length_tokens", agg=MEAN),
+    "tlen": alias("rl_sequence_length_tokens", agg=MEAN),
+    "cri": alias("rl_value_loss", agg=MEAN),
+    "vals": alias("rl_value", agg=MEAN),
+    "ptx": alias("rl_loss", component="ptx", agg=MEAN),
     "act_loss": alias("rl_policy_loss", agg=MEAN),
     "gen_len": alias("rl_response_length_tokens", agg=MEAN),
     "tot_len": alias("rl_sequence_length_tokens", agg=MEAN),
-    "act_lr": alias("rl_learning_rate"),
+    "act_lr": alias("rl_next_learning_rate", role="policy"),
     "ent_loss": alias("rl_entropy_loss", agg=MEAN),
     # critic bar: read from ppo_critic.py, not listed in framework-keys.json
     "cri_loss": alias("rl_value_loss", agg=MEAN),
-    "cri_lr": alias("rl_critic_learning_rate"),
+    "cri_lr": alias("rl_next_learning_rate", role="critic"),
 }
 
 # Eval dict (log_eval): global values are eval copies of training metrics.
@@ -131,16 +141,22 @@ _IGNORED = {
     "loss": "DPO/RM last micro-batch loss; loss_mean in the same dict is the window mean (rl_loss)",
     "acc": "DPO/RM last micro-batch accuracy; acc_mean in the same dict is the window mean",
 }
+# fields of the trainer's internal status/eval accumulators, popped or reduced before logging
+_INTERNAL = {k: "internal accumulator of the trainer, popped or reduced before logging"
+             for k in ("count", "lengths", "metrics", "weights", "num_samples", "num_action_tokens",
+                       "pass1")}
 
 VOCABULARY = Vocabulary(
     name="openrlhf", title="OpenRLHF", keys=KEYS, patterns=P,
     ignored={
         **_IGNORED,
+        **_INTERNAL,
         **{f"train/{k}": why for k, why in _IGNORED.items()},
         "train/generated_samples": "W&B table of sample texts (global_step, text, reward), not a number",
     },
     ignored_patterns=[
-        (re.compile(r"^(?:train|eval)/generated_samples$"), "W&B table of sample texts, not a number"),
+        (re.compile(r"^(?:(?:train|eval)/)?generated_samples$"), "W&B table of sample texts, not a number"),
+        (re.compile(r"^pass\d+$"), "internal accumulator of the evaluation loop, reduced before logging"),
     ],
     step_keys=("train/global_step", "eval/global_step", "global_step"),
     # eval/ is the W&B prefix of the eval dict; eval_ also marks an eval copy of a training key.

@@ -22,7 +22,8 @@ from ..model import (COUNTER, GAUGE, LAST, MAX, MEAN, SUM, WMEAN, Metric, Vocabu
 
 METRICS = [
     Metric("rl_optimizer_attempts_total", COUNTER, "{attempt}",
-           "Update attempts so far (posttrain optim/attempt_id, a monotonic id).", (), SUM,
+           "Update attempts so far (posttrain optim/attempt_id, a monotonic id: the latest, "
+           "never summed).", (), LAST,
            group="optimizer"),
     Metric("rl_actor_warmup", GAUGE, "1",
            "1 on a critic-only warmup iteration, else 0 (posttrain PPO train/actor_warmup); while 1 "
@@ -43,35 +44,73 @@ METRICS = [
     Metric("rl_scored_trajectories", GAUGE, "{trajectory}",
            "Trajectories the reward worker scored this step (posttrain train/rollout_count).",
            (STAT, SPLIT), MEAN, group="counts"),
-    Metric("rl_dynamic_sampling", GAUGE, "1",
-           "posttrain GRPO dynamic-sampling bookkeeping (train/grpo_dynamic_sampling_{quantity}): "
-           "extra_rollouts (rounds), refill_dispatches, idle_cells, batch_informative_groups, "
-           "avoided_prompts, dropped_trajectories. Present only with dynamic sampling on.",
-           (STAT, SPLIT, "quantity"), MEAN, group="groups"),
+    Metric("rl_dynamic_sampling_refill_rounds", GAUGE, "{round}",
+           "Extra refill rounds the step spent topping up informative groups (posttrain "
+           "train/grpo_dynamic_sampling_extra_rollouts; dynamic sampling on).", (STAT, SPLIT), MEAN,
+           group="groups"),
+    Metric("rl_dynamic_sampling_refill_dispatches", GAUGE, "{dispatch}",
+           "rollout.generate calls beyond the base draw (posttrain "
+           "train/grpo_dynamic_sampling_refill_dispatches).", (STAT, SPLIT), MEAN, group="groups"),
+    Metric("rl_dynamic_sampling_idle_cells", GAUGE, "{cell}",
+           "Deliberately idle cells across extra refill rounds (posttrain "
+           "train/grpo_dynamic_sampling_idle_cells).", (STAT, SPLIT), MEAN, group="groups"),
+    Metric("rl_dynamic_sampling_trained_informative_groups", GAUGE, "{group}",
+           "Informative groups in the trained batch (posttrain "
+           "train/grpo_dynamic_sampling_batch_informative_groups); rl_groups counts every draw.",
+           (STAT, SPLIT), MEAN, group="groups"),
+    Metric("rl_dynamic_sampling_avoided_prompts", GAUGE, "{prompt}",
+           "Prompt draws skipped by selective refills (posttrain "
+           "train/grpo_dynamic_sampling_avoided_prompts).", (STAT, SPLIT), MEAN, group="groups"),
+    Metric("rl_dynamic_sampling_dropped_trajectories", GAUGE, "{trajectory}",
+           "Scored trajectories collected but not trained on (posttrain "
+           "train/grpo_dynamic_sampling_dropped_trajectories).", (STAT, SPLIT), MEAN, group="groups"),
     Metric("rl_sequence_log_ratio_abs", GAUGE, "1",
            "Mean absolute sequence-level log importance ratio (posttrain GSPO "
            "train/seq_log_ratio_abs).", (STAT, SPLIT), WMEAN, "rl_valid_sequences", group="policy"),
-    Metric("rl_logprob_gap_tail_ratio", GAUGE, "1",
-           "Fraction of compared tokens whose |log pi_train - log pi_rollout| exceeds `threshold` "
-           "nats (posttrain train/logprob_gap_gt0p5_frac).", (STAT, SPLIT, "threshold"), WMEAN,
-           "rl_logprob_gap_tokens", group="consistency"),
-    Metric("rl_score_centering", GAUGE, "1",
-           "posttrain score-centering correction diagnostics (train/sc_*, rl.score_centering): "
-           "head_mass_q|head_mass_p, rho (tail-mass ratio, stat=max for sc_rho_max), kl_head, "
-           "correction_abs, token_weight, out_of_head_frac, token_count (the weight).",
-           (STAT, SPLIT, "quantity"), MEAN, group="consistency"),
-    Metric("rl_routing_replay", GAUGE, "1",
-           "posttrain MoE routing replay (rl.routing_replay=rollout): quantity=pinned_tokens (token "
-           "rows through the pinned routing, summed) or pinned_blocks (MoE blocks per token).",
-           (STAT, SPLIT, "quantity"), MEAN, group="balance"),
+    Metric("rl_score_centering_tokens", GAUGE, "{token}",
+           "Loss-masked completion tokens the score-centering correction covered (posttrain "
+           "train/sc_token_count); 0 when centering is off.", (STAT, SPLIT), SUM, group="consistency"),
+    Metric("rl_score_centering_head_mass_ratio", GAUGE, "1",
+           "Probability mass inside the sampler's top-k head, engine=sampler (train/sc_head_mass_q) "
+           "or trainer (train/sc_head_mass_p).", (STAT, SPLIT, "engine"), WMEAN,
+           "rl_score_centering_tokens", group="consistency"),
+    Metric("rl_score_centering_tail_mass_ratio", GAUGE, "1",
+           "Tail-mass ratio q_tail / p_tail (posttrain train/sc_rho_mean; stat=max for sc_rho_max); "
+           "1.0 when sampler and trainer agree.", (STAT, SPLIT), WMEAN, "rl_score_centering_tokens",
+           group="consistency"),
+    Metric("rl_score_centering_head_kl", GAUGE, "1",
+           "Sampler-vs-trainer KL on the top-k head at the same temperature (train/sc_kl_head).",
+           (STAT, SPLIT), WMEAN, "rl_score_centering_tokens", group="consistency"),
+    Metric("rl_score_centering_correction_abs", GAUGE, "1",
+           "Token mean of the absolute score-centering correction term (train/sc_correction_abs); "
+           "0 when q == p.", (STAT, SPLIT), WMEAN, "rl_score_centering_tokens", group="consistency"),
+    Metric("rl_score_centering_token_weight", GAUGE, "1",
+           "Token mean of the composed sampled-token weight (train/sc_token_weight); 1.0 under "
+           "compose=none.", (STAT, SPLIT), WMEAN, "rl_score_centering_tokens", group="consistency"),
+    Metric("rl_score_centering_out_of_head_ratio", GAUGE, "1",
+           "Fraction of sampled tokens outside the sampler's own top-k head "
+           "(train/sc_out_of_head_frac).", (STAT, SPLIT), WMEAN, "rl_score_centering_tokens",
+           group="consistency"),
+    Metric("rl_routing_replay_pinned_tokens", GAUGE, "{token}",
+           "Token rows dispatched through the pinned MoE routing (posttrain "
+           "train/routing_replay_pinned_tokens, rl.routing_replay=rollout).", (STAT, SPLIT), SUM,
+           group="balance"),
+    Metric("rl_routing_replay_pinned_blocks", GAUGE, "{block}",
+           "Sparse-MoE blocks pinned per token, a constant of the model (posttrain "
+           "train/routing_replay_pinned_blocks).", (STAT, SPLIT), MEAN, group="balance"),
     Metric("rl_logprob_delta", GAUGE, "1",
            "posttrain PPO pre-update consistency: log-prob deltas between two policies, "
            "pair=behavior (policy vs rollout), reference_behavior, policy_reference "
            "(train/{pair}_logprob_delta_{stat}).", (STAT, SPLIT, "pair"), MEAN, group="consistency"),
-    Metric("rl_pre_update_diagnostic", GAUGE, "1",
-           "posttrain PPO diagnostics before the first update of the step: quantity=ratio "
-           "(train/initial_ratio_{stat}), clip_fraction, importance_ess.",
-           (STAT, SPLIT, "quantity"), MEAN, group="consistency"),
+    Metric("rl_pre_update_importance_ratio", GAUGE, "1",
+           "pi/pi_rollout before the first update of the step (posttrain PPO train/initial_ratio_*).",
+           (STAT, SPLIT), MEAN, group="consistency"),
+    Metric("rl_pre_update_clip_ratio", GAUGE, "1",
+           "Fraction of tokens the clip would bind before the first update (posttrain PPO "
+           "train/initial_clip_fraction).", (STAT, SPLIT), MEAN, group="consistency"),
+    Metric("rl_pre_update_importance_ess", GAUGE, "1",
+           "Effective sample size of the importance weights before the first update (posttrain "
+           "PPO train/initial_importance_ess).", (STAT, SPLIT), MEAN, group="consistency"),
     Metric("rl_dpo_denoising_error", GAUGE, "1",
            "posttrain diffusion-DPO denoising error per model (policy|reference) and side "
            "(chosen = winner, rejected = loser): train/dpo_err_{pol,ref}_{w,l}.",
@@ -86,9 +125,10 @@ METRICS = [
     Metric("rl_nft_branch_error", GAUGE, "1",
            "posttrain NFT error on the positive and negative branches (train/positive_error, "
            "negative_error).", (STAT, SPLIT, "branch"), MEAN, group="policy"),
-    Metric("rl_opd_term", GAUGE, "1",
-           "posttrain OPD advantage-form terms: quantity=advantage, teacher_credit (token-weighted).",
-           (STAT, SPLIT, "quantity"), WMEAN, "rl_valid_tokens", group="policy"),
+    Metric("rl_distillation_teacher_credit", GAUGE, "1",
+           "Teacher-supplied credit in advantage-form on-policy distillation (posttrain "
+           "train/opd_teacher_credit, token-weighted).", (STAT, SPLIT), WMEAN, "rl_valid_tokens",
+           group="policy"),
     Metric("rl_flow_bc_masked_elements", GAUGE, "{element}",
            "Supervised action elements (sum of action_mask) in flow-matching behaviour cloning "
            "(posttrain train|val/flow_bc_masked_elements).", (STAT, SPLIT), SUM, group="counts"),
@@ -116,7 +156,7 @@ K = {
     # ---------------------------------------------------------------- shared across algorithms
     "train/loss_avg": alias("rl_loss", agg=WMEAN, weight=WSUM,
                             note="weighted by weight_sum for GRPO/OPD; DPO, NFT and flow-BC "
-                                 "publish no weight_sum and reduce it as a plain mean"),
+                                 "publish no weight_sum: a plain mean, never token-weighted"),
     "train/weight_sum": alias("rl_objective_weight_sum", agg=SUM),
     "train/valid_sequence_count": alias("rl_valid_sequences", agg=SUM),
     "train/valid_token_count": alias("rl_valid_tokens", agg=SUM),
@@ -128,10 +168,8 @@ K = {
     "train/ratio_absdev": _tok("rl_importance_ratio_abs_deviation"),
     "train/seq_clip_frac": alias("rl_policy_sequence_clip_ratio", agg=WMEAN, weight=SEQ),
     "train/seq_log_ratio_abs": alias("rl_sequence_log_ratio_abs", agg=WMEAN, weight=SEQ),
-    "train/routing_replay_pinned_tokens": alias("rl_routing_replay", agg=SUM,
-                                                quantity="pinned_tokens"),
-    "train/routing_replay_pinned_blocks": alias("rl_routing_replay", agg=MEAN,
-                                                quantity="pinned_blocks"),
+    "train/routing_replay_pinned_tokens": alias("rl_routing_replay_pinned_tokens", agg=SUM),
+    "train/routing_replay_pinned_blocks": alias("rl_routing_replay_pinned_blocks", agg=MEAN),
     "train/kl_mean": _tok("rl_reference_kl", note="k3 toward the frozen reference"),
     "train/kl_max": alias("rl_reference_kl", agg=MAX, stat="max"),
     "train/kl_beta": alias("rl_kl_coefficient", agg=MEAN, note="echo of rl.kl_beta"),
@@ -144,12 +182,12 @@ K = {
     "train/mean_rank_logprob_gap_p99": alias(
         "rl_train_inference_logprob_abs_diff", agg=WMEAN, weight=GAP, stat="p99",
         note="token-weighted mean of per-rank/chunk p99s, not a global p99"),
-    "train/logprob_gap_gt0p5_frac": alias("rl_logprob_gap_tail_ratio", agg=WMEAN, weight=GAP,
-                                          threshold="0.5"),
-    "train/logprob_gap_token_count": alias("rl_logprob_gap_tokens", agg=SUM),
+    "train/logprob_gap_gt0p5_frac": alias("rl_train_inference_logprob_tail_ratio", agg=WMEAN,
+                                          weight=GAP, threshold="0.5"),
+    "train/logprob_gap_token_count": alias("rl_train_inference_tokens", agg=SUM),
     # score centering (sc_*)
-    "train/sc_token_count": alias("rl_score_centering", agg=SUM, quantity="token_count"),
-    "train/sc_rho_max": alias("rl_score_centering", agg=MAX, quantity="rho", stat="max"),
+    "train/sc_token_count": alias("rl_score_centering_tokens", agg=SUM),
+    "train/sc_rho_max": alias("rl_score_centering_tail_mass_ratio", agg=MAX, stat="max"),
     # ---------------------------------------------------------------- reward reporter
     "train/reward_mean": alias("rl_reward", agg=MEAN),
     "train/reward_std": alias("rl_reward", agg=MEAN, stat="std"),
@@ -163,7 +201,8 @@ K = {
     "train/grpo_all_one_group_count": alias("rl_groups", agg=MEAN, outcome="all_one"),
     # ---------------------------------------------------------------- PPO
     "train/policy_total_loss": _ppo("rl_loss"),
-    "train/policy_loss": _ppo("rl_policy_loss", note="NFT also publishes it, as a plain mean"),
+    "train/policy_loss": _ppo("rl_policy_loss", note="NFT publishes it without valid_action_tokens: "
+                                                     "a plain mean there"),
     "train/clip_fraction": _ppo("rl_policy_clip_ratio"),
     "train/ratio_mean": _ppo("rl_importance_ratio"),
     "train/entropy": _ppo("rl_entropy"),
@@ -179,12 +218,11 @@ K = {
     "train/value_mean": alias("rl_value", agg=MEAN),
     "train/reference_kl_mean": alias("rl_reference_kl", agg=MEAN, note="PPO sampled reference KL"),
     "train/valid_action_tokens": alias("rl_valid_tokens", agg=SUM, note="PPO's valid-token count"),
-    "train/initial_clip_fraction": alias("rl_pre_update_diagnostic", agg=MEAN,
-                                         quantity="clip_fraction"),
-    "train/initial_importance_ess": alias("rl_pre_update_diagnostic", agg=MEAN,
-                                          quantity="importance_ess"),
-    "train/policy_lr": alias("rl_learning_rate", agg=LAST, note="post-step LR of the policy window"),
-    "train/critic_lr": alias("rl_critic_learning_rate", agg=LAST),
+    "train/initial_clip_fraction": alias("rl_pre_update_clip_ratio", agg=MEAN),
+    "train/initial_importance_ess": alias("rl_pre_update_importance_ess", agg=MEAN),
+    "train/policy_lr": alias("rl_next_learning_rate", agg=LAST, role="policy",
+                             note="post-step LR left for the next update"),
+    "train/critic_lr": alias("rl_next_learning_rate", agg=LAST, role="critic"),
     "train/actor_warmup": alias("rl_actor_warmup", agg=LAST),
     # ---------------------------------------------------------------- DPO (plain means)
     "train/dpo_accuracy": alias("rl_preference_accuracy_ratio", agg=MEAN),
@@ -195,10 +233,11 @@ K = {
     "train/dpo_raw_ref_loss": alias("rl_dpo_raw_loss", agg=MEAN, network="reference"),
     # ---------------------------------------------------------------- OPD
     "train/opd_divergence": _tok("rl_distillation_divergence"),
-    "train/opd_advantage": _tok("rl_opd_term", quantity="advantage"),
-    "train/opd_teacher_credit": _tok("rl_opd_term", quantity="teacher_credit"),
+    "train/opd_advantage": _tok("rl_advantage", note="OPD advantage form"),
+    "train/opd_teacher_credit": _tok("rl_distillation_teacher_credit"),
     # ---------------------------------------------------------------- NFT (reduction MEAN)
-    "train/kl_loss": alias("rl_kl_loss", agg=MEAN),
+    "train/kl_loss": alias("rl_loss", agg=MEAN, component="kl",
+                           note="NFT loss component; the seed does not say if it is scaled"),
     "train/optimality_mean": alias("rl_nft_optimality", agg=MEAN),
     "train/optimality_std": alias("rl_nft_optimality", agg=MEAN, stat="std"),
     "train/optimality_second_moment": alias("rl_nft_optimality", agg=MEAN, stat="second_moment"),
@@ -212,12 +251,17 @@ K = {
     "val/reward_std": alias("rl_validation_score", agg=MEAN, stat="std"),
     "val/dpo_accuracy": alias("rl_preference_accuracy_ratio", agg=MEAN, split="eval"),
     "val/dpo_reward_margin": alias("rl_preference_reward_margin", agg=MEAN, split="eval"),
+    "val/dpo_reward_winner": alias("rl_preference_reward", agg=MEAN, side="chosen", split="eval"),
+    "val/dpo_reward_loser": alias("rl_preference_reward", agg=MEAN, side="rejected", split="eval"),
+    "val/dpo_raw_model_loss": alias("rl_dpo_raw_loss", agg=MEAN, network="policy", split="eval"),
+    "val/dpo_raw_ref_loss": alias("rl_dpo_raw_loss", agg=MEAN, network="reference", split="eval"),
     "val/flow_bc_masked_elements": alias("rl_flow_bc_masked_elements", agg=SUM, split="eval"),
     # ---------------------------------------------------------------- optimizer outcome
     "optim/update_outcome": alias("rl_optimizer_update_outcome"),
     "optim/skip_reason": alias("rl_optimizer_skip_reason"),
     "optim/step_skipped": alias("rl_optimizer_step_skipped"),
-    "optim/attempt_id": alias("rl_optimizer_attempts_total"),
+    "optim/attempt_id": alias("rl_optimizer_attempts_total", agg=LAST,
+                              note="an id: the latest one, never summed over ranks"),
     "optim/optimizer_step": alias("rl_optimizer_steps_total"),
     "optim/policy_optimizer_step": alias("rl_optimizer_steps_total", role="policy"),
     "optim/critic_optimizer_step": alias("rl_optimizer_steps_total", role="critic"),
@@ -231,19 +275,28 @@ for _side, _s in (("chosen", "w"), ("rejected", "l")):
     K[f"train/dpo_err_pol_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, network="policy", side=_side)
     K[f"train/dpo_err_ref_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, network="reference",
                                          side=_side)
-for _q in ("head_mass_q", "head_mass_p", "kl_head", "correction_abs", "token_weight",
-           "out_of_head_frac"):
-    K[f"train/sc_{_q}"] = alias("rl_score_centering", agg=WMEAN, weight=SC, quantity=_q)
-K["train/sc_rho_mean"] = alias("rl_score_centering", agg=WMEAN, weight=SC, quantity="rho")
-for _q in ("extra_rollouts", "refill_dispatches", "idle_cells", "batch_informative_groups",
-           "avoided_prompts", "dropped_trajectories"):
-    K[f"train/grpo_dynamic_sampling_{_q}"] = alias("rl_dynamic_sampling", agg=MEAN, quantity=_q)
+    K[f"val/dpo_err_pol_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, network="policy",
+                                       side=_side, split="eval")
+    K[f"val/dpo_err_ref_{_s}"] = alias("rl_dpo_denoising_error", agg=MEAN, network="reference",
+                                       side=_side, split="eval")
+K["train/sc_head_mass_q"] = alias("rl_score_centering_head_mass_ratio", agg=WMEAN, weight=SC,
+                                  engine="sampler")
+K["train/sc_head_mass_p"] = alias("rl_score_centering_head_mass_ratio", agg=WMEAN, weight=SC,
+                                  engine="trainer")
+K["train/sc_rho_mean"] = alias("rl_score_centering_tail_mass_ratio", agg=WMEAN, weight=SC)
+for _q, _m in (("kl_head", "head_kl"), ("correction_abs", "correction_abs"),
+               ("token_weight", "token_weight"), ("out_of_head_frac", "out_of_head_ratio")):
+    K[f"train/sc_{_q}"] = alias(f"rl_score_centering_{_m}", agg=WMEAN, weight=SC)
+for _q, _m in (("extra_rollouts", "refill_rounds"), ("refill_dispatches", "refill_dispatches"),
+               ("idle_cells", "idle_cells"), ("batch_informative_groups", "trained_informative_groups"),
+               ("avoided_prompts", "avoided_prompts"),
+               ("dropped_trajectories", "dropped_trajectories")):
+    K[f"train/grpo_dynamic_sampling_{_q}"] = alias(f"rl_dynamic_sampling_{_m}", agg=MEAN)
 
 P = [
     pattern(r"^train/(?P<pair>behavior|reference_behavior|policy_reference)_logprob_delta_"
             r"(?P<stat>.+)$", "rl_logprob_delta", agg=MEAN),
-    pattern(r"^train/initial_ratio_(?P<stat>.+)$", "rl_pre_update_diagnostic", agg=MEAN,
-            quantity="ratio"),
+    pattern(r"^train/initial_ratio_(?P<stat>.+)$", "rl_pre_update_importance_ratio", agg=MEAN),
     # NFT stage timings (entrypoints/nft.py), seconds
     pattern(r"^timer/source_(?P<source>.+)$", "rl_phase_duration_seconds", agg=MEAN,
             phase="source_{source}"),

@@ -23,10 +23,6 @@ METRICS = [
            "Rollouts this step by outcome (posttrain-carbonteq train/rl/rollouts_{outcome}: "
            "attempted, completed, failed, truncated, unscorable).", (STAT, SPLIT, "outcome"), SUM,
            group="rollout"),
-    Metric("rl_rollout_importance_weight_clamped_ratio", GAUGE, "1",
-           "Fraction of truncated importance-sampling weights that hit the clamp "
-           "(posttrain-carbonteq train/rl/importance_sampling_ratio_clamped_fraction).",
-           (STAT, SPLIT), MEAN, group="consistency"),
     Metric("rl_speculative_drafts", GAUGE, "{draft}",
            "Speculative-decoding drafts proposed by the serving backend (serve/backend/speculative_drafts).",
            (STAT, SPLIT), SUM, group="rollout"),
@@ -49,9 +45,6 @@ K = {
     # ---- policy
     "train/rl/policy_loss": alias("rl_policy_loss", agg=MEAN,
                                   note="from TRL policy_loss, or TRL `loss` when no policy_loss; veRL actor/pg_loss"),
-    "train/rl/kl": alias("rl_reference_kl", agg=MEAN,
-                         note="from TRL kl (to the reference); from veRL it is actor/ppo_kl (old vs "
-                              "current policy), carbonteq folds both into this name"),
     "train/rl/entropy": alias("rl_entropy", agg=MEAN),
     "train/rl/clip_fraction": alias("rl_policy_clip_ratio", agg=MEAN),
     "train/rl/clip_fraction_low": alias("rl_policy_clip_ratio", bound="low", agg=MEAN),
@@ -134,6 +127,11 @@ VOCABULARY = Vocabulary(
     name="posttrain_carbonteq", title="posttrain (carbonteq-ai)", keys=K, patterns=P,
     ignored={f"train/validation/{k[len('eval_'):]}": why for k, why in _trl.VOCABULARY.ignored.items()
              if k.startswith("eval_")},
+    fallback_patterns=[
+        (re.compile(r"^train/rl/kl$"),
+         "carbonteq folds TRL kl (to the reference) and veRL actor/ppo_kl (old vs current policy) "
+         "into this one name, so it has no single meaning"),
+    ],
     step_keys=("step",),
     doc="Records normalised by carbonteq-ai/posttrain; its veRL ingest reads verl-metrics.jsonl "
         "lines {step, data}.",

@@ -15,6 +15,8 @@ The trainer has already reduced every value (train/*: token sums / all-reduced t
 Megatron rollout/*: sum/count over DP; rollout side: over all samples), so the aliases keep the
 canonical rules. Miles (miles.py) copies KEYS / PATTERNS / IGNORED from here.
 """
+import re
+
 from ..metrics import SPLIT, STAT
 from ..model import GAUGE, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
 
@@ -23,19 +25,12 @@ METRICS = [
            "slime/Miles step counters other than the training step: counter=rollout (rollout/step, "
            "the rollout id) and counter=eval (eval/step). Compare with rl_training_step.",
            (STAT, SPLIT, "counter"), MAX, group="run"),
-    Metric("rl_train_stat", GAUGE, "1",
-           "slime/Miles train/{role}-{key} values with no canonical metric (e.g. custom loss terms "
-           "reported by a --custom-loss-function); `quantity` is the raw key.",
-           (STAT, SPLIT, "role", "quantity"), MEAN, group="policy"),
-    Metric("rl_mismatch_correction", GAUGE, "1",
-           "slime/Miles train/inference mismatch corrections: ois (untruncated IS weight), "
-           "tis_clipfrac, tis_abs, opsm_clipfrac (off-policy sequence masking).",
-           (STAT, SPLIT, "quantity"), MEAN, group="consistency"),
-    Metric("rl_rollout_stat", GAUGE, "1",
-           "slime/Miles per-rollout means of Megatron rollout-data fields with no canonical metric "
-           "(rollout/log_probs, ref_log_probs, rollout_log_probs, teacher_log_probs, opd_reverse_kl, "
-           "correct_entropy, top_p_kept_vocab_per_token).",
-           (STAT, SPLIT, "quantity"), MEAN, group="rollout"),
+    Metric("rl_correct_response_entropy", GAUGE, "1",
+           "Mean token entropy estimate (-log p of the sampled tokens) over the correct responses "
+           "only (slime/Miles rollout/correct_entropy).", (STAT, SPLIT), MEAN, group="policy"),
+    Metric("rl_top_p_kept_vocab_tokens", GAUGE, "{token}",
+           "Vocabulary entries kept by top-p sampling per generated token (slime/Miles "
+           "rollout/top_p_kept_vocab_per_token).", (STAT, SPLIT), MEAN, group="rollout"),
     Metric("rl_response_repetition_ratio", GAUGE, "1",
            "Fraction of responses flagged as repetitive (slime/Miles rollout/repetition_frac: >10k "
            "chars whose tail compresses >10x). A spike signals degenerate generation.",
@@ -58,32 +53,39 @@ METRICS = [
            "Samples dropped by the dynamic-sampling filter per reason (slime/Miles "
            "rollout/dynamic_filter/drop_{reason}).", (STAT, SPLIT, "reason"), SUM, group="groups"),
     Metric("rl_rollout_throughput_tokens_per_second", GAUGE, "{token}/s",
-           "slime/Miles rollout throughput variants: quantity=effective_per_gpu "
-           "(perf/effective_tokens_per_gpu_per_sec) and the longest sample's rates "
-           "(perf/longest_{,effective_}sample_tokens_per_sec[_without_non_generation]).",
-           (STAT, SPLIT, "quantity"), MEAN, group="throughput"),
+           "slime/Miles rollout generation rate: sample=all with effective=true for "
+           "perf/effective_tokens_per_gpu_per_sec (per GPU), sample=longest for the longest "
+           "sample's rates (perf/longest_{,effective_}sample_tokens_per_sec); generation=only when "
+           "non-generation time is left out (_without_non_generation).",
+           (STAT, SPLIT, "sample", "effective", "generation"), MEAN, group="throughput"),
     Metric("rl_rollout_non_generation_seconds", GAUGE, "s",
            "Time a rollout sample spent outside generation (tools, reward, queueing): "
-           "slime perf/non_generation_time/{mean,median,max,min} over samples; quantity=longest_sample"
-           "|longest_effective_sample for the longest one.", (STAT, SPLIT, "quantity"), MEAN,
+           "slime perf/non_generation_time/{mean,median,max,min} over samples; sample=longest "
+           "(effective=true|false) for the longest one.", (STAT, SPLIT, "sample", "effective"), MEAN,
            group="timing"),
-    Metric("rl_inference_request_stat", GAUGE, "1",
-           "SGLang per-request statistics collected by slime (perf/request/*, perf/decode/*, "
-           "perf/prefill/*): seconds for *_duration, e2e_latency and queue_time, tokens/s for "
-           "decode/throughput, GB/s, MB and counts for the prefill transfer fields. `quantity` is "
-           "the key path, e.g. request/e2e_latency.", (STAT, SPLIT, "quantity"), MEAN,
-           group="rollout"),
+    Metric("rl_inference_request_duration_seconds", GAUGE, "s",
+           "SGLang per-request phase durations collected by slime (perf/request/e2e_latency, "
+           "queue_time, perf/prefill|decode/*_duration): `phase` is prefill|decode|request and "
+           "`step` the sub-step (e.g. bootstrap, alloc_wait, forward, transfer).",
+           (STAT, SPLIT, "phase", "step"), MEAN, group="rollout"),
+    Metric("rl_inference_decode_throughput_tokens_per_second", GAUGE, "{token}/s",
+           "SGLang decode throughput per request (slime perf/decode/throughput).", (STAT, SPLIT),
+           MEAN, group="rollout"),
+    Metric("rl_inference_kv_transfer_bytes_per_second", GAUGE, "By/s",
+           "Prefill-to-decode KV transfer speed (slime perf/prefill/transfer_speed_gb_s).",
+           (STAT, SPLIT), MEAN, group="rollout"),
+    Metric("rl_inference_kv_transfer_bytes", GAUGE, "By",
+           "Prefill-to-decode KV transfer size per request (slime perf/prefill/transfer_total_mb).",
+           (STAT, SPLIT), MEAN, group="rollout"),
+    Metric("rl_inference_kv_transfer_retries", GAUGE, "{retry}",
+           "Prefill-to-decode KV transfer retries per request (slime perf/prefill/retry_count).",
+           (STAT, SPLIT), MEAN, group="rollout"),
     Metric("rl_weight_sync_bytes", GAUGE, "By",
            "Bytes sent on the wire by the last weight update to the engines "
            "(slime perf/update_weights_wire_bytes).", (STAT, SPLIT), MAX, group="timing"),
     Metric("rl_weight_sync_density", GAUGE, "1",
            "Density of the last weight update as slime reports it (perf/update_weights_density).",
            (STAT, SPLIT), MEAN, group="timing"),
-    Metric("rl_validation_sample_stat", GAUGE, "1",
-           "Per-dataset evaluation sample statistics (slime/Miles eval/{dataset}/{stat key}, "
-           "eval/{dataset}-truncated_ratio, Miles eval/{dataset}-none_reward_ratio); `quantity` is "
-           "the key after the dataset, e.g. response_len.", (STAT, SPLIT, "data_source", "quantity"),
-           MEAN, group="validation"),
 ]
 
 GB = 2.0 ** 30
@@ -95,13 +97,15 @@ _TRAIN = {
     "entropy_loss": alias("rl_entropy_loss"),
     "pg_clipfrac": alias("rl_policy_clip_ratio"),
     "ppo_kl": alias("rl_policy_kl"),
-    "kl_loss": alias("rl_kl_loss"),
+    "kl_loss": alias("rl_reference_kl", note="KL to the reference before --kl-loss-coef"),
     "train_rollout_logprob_abs_diff": alias("rl_train_inference_logprob_abs_diff"),
     "tis": alias("rl_rollout_importance_weight", note="mean truncated IS weight (--use-tis)"),
-    "ois": alias("rl_mismatch_correction", quantity="ois"),
-    "tis_clipfrac": alias("rl_mismatch_correction", quantity="tis_clipfrac"),
-    "tis_abs": alias("rl_mismatch_correction", quantity="tis_abs"),
-    "opsm_clipfrac": alias("rl_mismatch_correction", quantity="opsm_clipfrac"),
+    "ois": alias("rl_rollout_importance_weight", truncated="false",
+                 note="exp(-ppo_kl): the untruncated weight"),
+    "tis_clipfrac": alias("rl_rollout_importance_weight_clamped_ratio"),
+    "tis_abs": alias("rl_rollout_importance_weight_abs_deviation", note="|exp(old - rollout) - 1|"),
+    "opsm_clipfrac": alias("rl_rollout_rejected_ratio", level="sequence", option="opsm",
+                           note="off-policy sequence masking"),
     "opd_reverse_kl": alias("rl_distillation_divergence"),
     "grad_norm": alias("rl_grad_norm"),
     # samples handed to this optimizer step
@@ -133,8 +137,8 @@ KEYS.update({
 })
 # ------------------------------------------------------------------ rollout/{field} (Megatron side)
 KEYS.update({
-    "rollout/rewards": alias("rl_reward", note="reward after normalisation/shaping"),
-    "rollout/raw_reward": alias("rl_score", note="raw reward-model / verifier score"),
+    "rollout/rewards": alias("rl_normalized_reward", note="after group normalisation"),
+    "rollout/raw_reward": alias("rl_reward", note="the reward of the step, before normalisation"),
     "rollout/response_lengths": alias("rl_response_length_tokens"),
     "rollout/total_lengths": alias("rl_sequence_length_tokens"),
     "rollout/truncated": alias("rl_response_truncated_ratio"),
@@ -145,16 +149,19 @@ KEYS.update({
     "rollout/values": alias("rl_value"),
     "rollout/kl": alias("rl_reference_kl", note="log_probs - ref_log_probs, per-rollout mean"),
 })
-for _f in ("log_probs", "ref_log_probs", "rollout_log_probs", "teacher_log_probs", "opd_reverse_kl",
-           "correct_entropy", "top_p_kept_vocab_per_token"):
-    KEYS[f"rollout/{_f}"] = alias("rl_rollout_stat", quantity=_f)
+for _f, _model in (("log_probs", "current"), ("ref_log_probs", "reference"),
+                  ("rollout_log_probs", "rollout"), ("teacher_log_probs", "teacher")):
+    KEYS[f"rollout/{_f}"] = alias("rl_token_logprob", policy=_model, note="per-rollout mean")
+KEYS["rollout/opd_reverse_kl"] = alias("rl_distillation_divergence", note="per-rollout mean")
+KEYS["rollout/correct_entropy"] = alias("rl_correct_response_entropy")
+KEYS["rollout/top_p_kept_vocab_per_token"] = alias("rl_top_p_kept_vocab_tokens")
 
 # ------------------------------------------------------------------ perf/*
 KEYS.update({
     "perf/step_time": alias("rl_step_duration_seconds", note="train_wait + train"),
     "perf/tokens_per_gpu_per_sec": alias("rl_gpu_throughput_tokens_per_second", phase="rollout"),
     "perf/effective_tokens_per_gpu_per_sec": alias("rl_rollout_throughput_tokens_per_second",
-                                                   quantity="effective_per_gpu"),
+                                                   sample="all", effective="true"),
     "perf/non_generation_time": alias("rl_rollout_non_generation_seconds"),  # /mean|median|max|min
     "perf/log_probs_tflops": alias("rl_achieved_flops_per_second", scale=1e12, phase="log_probs"),
     "perf/ref_log_probs_tflops": alias("rl_achieved_flops_per_second", scale=1e12,
@@ -166,14 +173,15 @@ KEYS.update({
     "perf/update_weights_density": alias("rl_weight_sync_density"),
 })
 for _eff in ("", "effective_"):
+    _e = "true" if _eff else "false"
     KEYS[f"perf/longest_{_eff}sample_tokens_per_sec"] = alias(
-        "rl_rollout_throughput_tokens_per_second", quantity=f"longest_{_eff}sample")
+        "rl_rollout_throughput_tokens_per_second", sample="longest", effective=_e)
     KEYS[f"perf/longest_{_eff}sample_tokens_per_sec_without_non_generation"] = alias(
-        "rl_rollout_throughput_tokens_per_second",
-        quantity=f"longest_{_eff}sample_without_non_generation")
+        "rl_rollout_throughput_tokens_per_second", sample="longest", effective=_e,
+        generation="only")
     # ends in _time but is not a trainer phase: keep it out of the perf/{timer}_time family
     KEYS[f"perf/longest_{_eff}sample_non_generation_time"] = alias(
-        "rl_rollout_non_generation_seconds", quantity=f"longest_{_eff}sample")
+        "rl_rollout_non_generation_seconds", sample="longest", effective=_e)
 
 # ------------------------------------------------------------------ multi_turn/* (--log-multi-turn)
 _MT = "multi_turn/"
@@ -191,22 +199,18 @@ KEYS[f"{_MT}raw_response_length/response_length_clip_ratio"] = alias(
 KEYS["eval/step"] = alias("rl_step_counter", counter="eval")
 
 # SGLang request fields (PD fields only with prefill/decode disaggregation).
-_SGLANG = (r"request/(?:e2e_latency|queue_time)|decode/throughput"
-           r"|prefill/(?:bootstrap_queue_duration|bootstrap_duration|alloc_wait_duration|"
-           r"forward_duration|transfer_queue_duration|transfer_speed_gb_s|transfer_total_mb|"
-           r"retry_count)"
-           r"|decode/(?:prealloc_duration|bootstrap_duration|alloc_wait_duration|"
-           r"transfer_duration|forward_duration)")
+_STATS = r"/(?P<stat>mean|median|max|min)$"
+_DURATION = (r"^perf/(?P<phase>prefill|decode)/(?P<step>bootstrap_queue|bootstrap|alloc_wait|forward|"
+             r"transfer_queue|transfer|prealloc)_duration" + _STATS)
 
 PATTERNS = [
     # train/: lr and MTP first, since `lr-pg_0` would otherwise read as role "lr".
-    pattern(r"^train/(?:actor-)?lr-pg_(?P<param_group>\d+)$", "rl_learning_rate"),
-    pattern(r"^train/critic-lr-pg_(?P<param_group>\d+)$", "rl_critic_learning_rate",
-            note="param_group is not a label of rl_critic_learning_rate; groups share one series"),
+    # logged after train_one_step stepped opt_param_scheduler: the LR of the next update
+    pattern(r"^train/(?:actor-)?lr-pg_(?P<param_group>\d+)$", "rl_next_learning_rate",
+            role="policy"),
+    pattern(r"^train/critic-lr-pg_(?P<param_group>\d+)$", "rl_next_learning_rate", role="critic"),
     pattern(r"^train/(?:(?P<role>[a-z_]+)-)?mtp_(?P<layer>\d+)_loss$", "rl_mtp_loss"),
-    # anything else a (custom) loss reports under a role prefix. Unprefixed unknown train/ keys
-    # are left to the fallback: posttrain and veRL's SFT trainer use train/ too.
-    pattern(r"^train/(?P<role>[a-z_]+)-(?P<quantity>[^/]+)$", "rl_train_stat"),
+    # anything else (custom loss terms under a role prefix) has no meaning we can name: fallback.
     # rollout/
     pattern(r"^rollout/zero_std/count_(?P<reward>.+)$", "rl_tied_groups"),
     pattern(r"^rollout/error_cat/(?P<category>.+)$", "rl_reward_category_ratio"),
@@ -214,23 +218,37 @@ PATTERNS = [
     pattern(r"^rollout/correct_length/p(?P<pct>\d+)$", "rl_response_length_tokens",
             subset="correct", stat="p{pct}"),
     # perf/
-    pattern(r"^perf/(?P<quantity>" + _SGLANG + r")/(?P<stat>mean|median|max|min)$",
-            "rl_inference_request_stat"),
+    pattern(_DURATION, "rl_inference_request_duration_seconds"),
+    pattern(r"^perf/request/(?P<step>e2e_latency|queue_time)" + _STATS,
+            "rl_inference_request_duration_seconds", phase="request"),
+    pattern(r"^perf/decode/throughput" + _STATS, "rl_inference_decode_throughput_tokens_per_second"),
+    pattern(r"^perf/prefill/transfer_speed_gb_s" + _STATS, "rl_inference_kv_transfer_bytes_per_second",
+            scale=1e9),
+    pattern(r"^perf/prefill/transfer_total_mb" + _STATS, "rl_inference_kv_transfer_bytes", scale=1e6),
+    pattern(r"^perf/prefill/retry_count" + _STATS, "rl_inference_kv_transfer_retries"),
     pattern(r"^perf/(?P<phase>[^/]+)_time$", "rl_phase_duration_seconds"),
     # passrate/
     pattern(r"^passrate/pass@(?P<k>\d+)$", "rl_pass_at_k_ratio"),
     # eval/: suffixed forms before the bare dataset
     pattern(r"^eval/(?P<data_source>.+)-pass@(?P<k>\d+)$", "rl_validation_pass_at_k_ratio"),
-    pattern(r"^eval/(?P<data_source>.+)-(?P<quantity>truncated_ratio)$", "rl_validation_sample_stat"),
-    pattern(r"^eval/(?P<data_source>[^/]+)/(?P<quantity>.+?)(?:/(?P<stat>mean|median|max|min))?$",
-            "rl_validation_sample_stat"),
+    pattern(r"^eval/(?P<data_source>.+)-truncated_ratio$", "rl_validation_response_truncated_ratio"),
+    pattern(r"^eval/(?P<data_source>[^/]+)/response_len(?:/(?P<stat>mean|median|max|min))?$",
+            "rl_validation_response_length_tokens"),
     pattern(r"^eval/(?P<data_source>[^/]+)$", "rl_validation_score"),
 ]
 
 IGNORED: dict[str, str] = {}
 
+FALLBACK = [
+    (re.compile(r"^eval/[^/]+/(?!response_len(?:/(?:mean|median|max|min))?$).+$"),
+     "a per-dataset evaluation statistic with no per-dataset canonical metric"),
+    (re.compile(r"^train/[a-z_]+-[^/]+$"),
+     "a term a custom loss reports under a role prefix; its meaning is the user's"),
+]
+
 VOCABULARY = Vocabulary(
     name="slime", title="slime", keys=KEYS, patterns=PATTERNS, ignored=IGNORED,
+    fallback_patterns=FALLBACK,
     step_keys=("train/step",),
     doc="Console `step N: {dict}` / `perf N: {dict}` / `eval N: {dict}` lines (Python dict reprs); "
         "W&B and TensorBoard carry the same keys.",

@@ -44,10 +44,12 @@ METRICS = [
     Metric("rl_token_accuracy_ratio", GAUGE, "1",
            "Fraction of completion tokens where the policy's argmax equals the target token "
            "(TRL DPO/SFT mean_token_accuracy).", (STAT, SPLIT), MEAN, group="preference"),
-    Metric("rl_policy_objective_diagnostic", GAUGE, "1",
-           "Loss-type specific diagnostics of TRL's GRPO objectives (`quantity`: vespo_phi_seq = "
-           "VESPO vespo/phi_seq_mean, the sequence-level weight).", (STAT, SPLIT, "quantity"), MEAN,
-           group="policy"),
+    Metric("rl_vespo_sequence_weight", GAUGE, "1",
+           "VESPO sequence-level weight phi (TRL GRPO loss_type=vespo, vespo/phi_seq_mean).",
+           (STAT, SPLIT), MEAN, group="policy"),
+    Metric("rl_response_terminated_ratio", GAUGE, "1",
+           "Fraction of responses that ended with EOS (TRL PPO val/contain_eos_token).",
+           (STAT, SPLIT), MEAN, group="length"),
     Metric("rl_eos_tokens", GAUGE, "{token}",
            "EOS tokens generated in the PPO batch, i.e. responses that terminated (TRL PPO "
            "val/num_eos_tokens).", (STAT, SPLIT), SUM, group="length"),
@@ -112,7 +114,7 @@ K = {
     "cispo_clip_ratio": alias("rl_policy_clip_ratio", agg=MEAN,
                               note="CISPO: fraction of tokens whose IS weight hit the clip; the "
                                    "gradient still flows through them"),
-    "vespo/phi_seq_mean": alias("rl_policy_objective_diagnostic", quantity="vespo_phi_seq"),
+    "vespo/phi_seq_mean": alias("rl_vespo_sequence_weight"),
     "policy_loss": alias("rl_policy_loss", agg=MEAN, note="logged with an entropy bonus configured"),
     "entropy_coef": alias("rl_entropy_coefficient"),
     "aux_loss": alias("rl_aux_loss"),
@@ -158,15 +160,58 @@ K = {
     "val/ratio_var": alias("rl_importance_ratio", stat="var"),
     "val/num_eos_tokens": alias("rl_eos_tokens"),
     "lr": alias("rl_learning_rate"),
-    "episode": alias("rl_episodes_total"),
+    # ---- keys of older releases and of the online-DPO / KTO trainers
+    "completion_length": alias("rl_response_length_tokens", agg=MEAN, note="GRPO before 0.16"),
+    "beta": alias("rl_kl_coefficient", note="online DPO: the beta in use"),
+    "objective/scores_margin": alias("rl_preference_reward_margin",
+                                     note="online DPO: reward-model score of chosen minus rejected"),
+    "count/chosen": alias("rl_responses", subset="chosen", agg=SUM, note="KTO"),
+    "count/rejected": alias("rl_responses", subset="rejected", agg=SUM, note="KTO"),
+    "val/contain_eos_token": alias("rl_response_terminated_ratio"),
+    "nll_loss": alias("rl_nll_loss"),
 }
+# the legacy PPOTrainer (until 0.11): step() stats, prefixed ppo/, env/, objective/, tokens/, time/
+_ARRAY = "a per-sample array (W&B histogram) of the legacy PPOTrainer, not a scalar"
+K.update({
+    "env/reward_mean": alias("rl_reward", agg=MEAN),
+    "env/reward_std": alias("rl_reward", stat="std"),
+    "objective/kl_coef": alias("rl_kl_coefficient"),
+    "ppo/loss/policy": alias("rl_policy_loss", agg=MEAN),
+    "ppo/loss/value": alias("rl_value_loss", agg=MEAN),
+    "ppo/loss/total": alias("rl_loss", agg=MEAN),
+    "ppo/policy/entropy": alias("rl_entropy", agg=MEAN),
+    "ppo/policy/approxkl": alias("rl_policy_kl", agg=MEAN, note="0.5 * mean(log ratio^2)"),
+    "ppo/policy/policykl": alias("rl_policy_kl", estimator="k1", agg=MEAN),
+    "policy/policykl": alias("rl_policy_kl", estimator="k1", agg=MEAN),
+    "ppo/policy/clipfrac": alias("rl_policy_clip_ratio", agg=MEAN),
+    "ppo/policy/advantages_mean": alias("rl_advantage", agg=MEAN),
+    "ppo/returns/mean": alias("rl_return", agg=MEAN),
+    "ppo/returns/var": alias("rl_return", stat="var"),
+    "ppo/val/vpred": alias("rl_value", agg=MEAN),
+    "ppo/val/clipfrac": alias("rl_value_clip_ratio", agg=MEAN),
+    "ppo/val/var_explained": alias("rl_value_explained_variance"),
+    "ppo/learning_rate": alias("rl_learning_rate"),
+    "ppo/mean_non_score_reward": alias("rl_reward_kl_penalty", stat="sum", scale=-1.0, agg=MEAN,
+                                       note="-kl_coef * KL summed per sequence, negated"),
+    "ppo/mean_scores": alias("rl_score", agg=MEAN),
+    "ppo/std_scores": alias("rl_score", stat="std"),
+    "tokens/queries_len_mean": alias("rl_prompt_length_tokens", agg=MEAN),
+    "tokens/queries_len_std": alias("rl_prompt_length_tokens", stat="std"),
+    "tokens/responses_len_mean": alias("rl_response_length_tokens", agg=MEAN),
+    "tokens/responses_len_std": alias("rl_response_length_tokens", stat="std"),
+    "time/ppo/total": alias("rl_step_duration_seconds"),
+    "episode": alias("rl_episodes_total"),
+})
 
 P = [
     # per reward function: rewards/{reward_func_name}/mean|std (nan-aware). Exact DPO keys
     # (rewards/chosen, rewards/margins, ...) have no /mean|/std tail and are matched first.
     pattern(r"^rewards/(?P<function>.+)/(?P<stat>mean|std)$", "rl_reward_function"),
+    # GRPO before 0.16 logged rewards/{func} (the mean); chosen/rejected/... are exact keys above
+    pattern(r"^rewards/(?P<function>[^/]+)$", "rl_reward_function"),
     # trl/extras/profiling.py: perf_counter seconds per decorated call, sent straight to
     # wandb/mlflow/trackio (never log_history); one series per Class.method, a bounded set.
+    pattern(r"^time/ppo/(?P<phase>.+)$", "rl_phase_duration_seconds", note="legacy PPOTrainer"),
     pattern(r"^profiling/Time taken: (?P<phase>.+)$", "rl_phase_duration_seconds",
             note="seconds per call of the decorated method; several calls per step keep the max"),
 ]
@@ -175,6 +220,15 @@ VOCABULARY = Vocabulary(
     name="trl", title="TRL (+ HF Trainer)", keys=K, patterns=P,
     ignored={
         "eval_num_tokens": "eval copy of the cumulative training token counter (same value)",
+        **{f"{k}/{s}_sum": "KTO per-batch sum behind the logged mean (gathered across processes)"
+           for k in ("rewards", "logps", "logits") for s in ("chosen", "rejected")},
+        **{k: _ARRAY for k in ("env/reward_dist", "objective/kl_dist", "objective/logprobs",
+                               "objective/ref_logprobs", "ppo/policy/advantages", "ppo/policy/ratio",
+                               "policy/advantages", "policy/ratio", "tokens/queries_dist",
+                               "tokens/responses_dist")},
+        "ppo/val/error": "legacy PPOTrainer mean squared value error; the value loss is ppo/loss/value",
+        "ppo/val/mean": "legacy PPOTrainer mean of the old values; the new predictions are ppo/val/vpred",
+        "ppo/val/var": "legacy PPOTrainer variance of the old values",
     },
     step_keys=("step", "global_step"),
     eval_prefixes=("eval_",),

@@ -4,23 +4,18 @@ Keys come from metric_utils.compute_data_metrics/compute_timing_metrics/
 compute_throughout_metrics, ray_trainer.fit, core_algos and the workers.
 `x/mean|max|min` statistics resolve through the base key (stat label).
 """
-from ..model import GAUGE, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
+import re
+
+from ..model import GAUGE, MAX, MEAN, Metric, Vocabulary, alias, pattern
 from ..metrics import SPLIT, STAT
 
 GB = 2.0 ** 30  # torch memory stats are divided by 1024**3 in veRL
 
 METRICS = [
-    Metric("rl_rollout_correction", GAUGE, "1",
-           "veRL rollout-correction diagnostics (rollout_corr/*): importance-sampling and "
-           "rejection-sampling statistics, perplexities and chi2 between rollout and training "
-           "policies; `quantity` is veRL's own name.", (STAT, SPLIT, "quantity", "option"), MEAN,
+    Metric("rl_log_perplexity", GAUGE, "1",
+           "Mean log-perplexity of the responses under engine=trainer|rollout (veRL "
+           "rollout_corr/training_log_ppl, rollout_log_ppl).", (STAT, SPLIT, "engine"), MEAN,
            group="consistency"),
-    Metric("rl_variance_proxy", GAUGE, "1", "veRL gradient variance proxies (variance_proxy/*).",
-           (STAT, SPLIT, "quantity"), MEAN, group="policy"),
-    Metric("rl_rollout_probs_diff", GAUGE, "1",
-           "veRL debug comparison of rollout and actor token probabilities "
-           "(training/rollout_probs_diff_*, rollout_actor_probs_pearson_corr).",
-           (STAT, SPLIT, "quantity"), MEAN, group="consistency"),
     Metric("rl_speculative_accept_ratio", GAUGE, "1", "Speculative decoding acceptance rate.",
            (STAT, SPLIT), MEAN, group="rollout"),
     Metric("rl_speculative_accept_length_tokens", GAUGE, "{token}",
@@ -28,23 +23,22 @@ METRICS = [
     Metric("rl_moe_routing_violation", GAUGE, "1",
            "veRL rollout MoE routing load violation per layer (rollout/moe/{max,min,avg}_vio).",
            (STAT, SPLIT, "layer", "kind"), MAX, group="balance"),
-    Metric("rl_moe_routed_experts", GAUGE, "1", "veRL rollout MoE routing bookkeeping.",
-           (STAT, SPLIT, "quantity"), SUM, group="balance"),
-    Metric("rl_async_rollout", GAUGE, "1",
-           "veRL fully-async trainer bookkeeping (fully_async/*, processing_time/*, dynamic_resource/*); "
-           "`quantity` is veRL's own name.", (STAT, SPLIT, "quantity"), MEAN, group="async"),
+    Metric("rl_sample_processing_seconds", GAUGE, "s",
+           "Per-sample processing time in the veRL fully-async rollouter (processing_time/avg|max|"
+           "min|tp50|tp95|tp99).", (STAT, SPLIT), MEAN, group="async"),
     Metric("rl_trainer_idle_ratio", GAUGE, "1", "Fraction of time the trainer waited for samples.",
            (STAT, SPLIT), MEAN, group="async"),
     Metric("rl_trajectory_version_span", GAUGE, "{version}",
            "Policy versions spanned by one trajectory (veRL trajectory_spans).", (STAT, SPLIT), MEAN,
            group="async"),
-    Metric("rl_filter_groups", GAUGE, "1", "veRL dynamic-sampling group filter statistics.",
-           (STAT, SPLIT, "quantity"), MEAN, group="groups"),
-    Metric("rl_agent_loop", GAUGE, "1",
-           "veRL agent-loop per-sample statistics (timing_s/agent_loop/*): seconds for "
-           "generate_sequences/tool_calls/compute_score, counts for num_preempted; "
-           "`which=slowest` describes the slowest sample.", (STAT, SPLIT, "quantity", "which"),
-           MEAN, group="agentic"),
+    Metric("rl_agent_loop_duration_seconds", GAUGE, "s",
+           "veRL agent-loop per-sample phase time (timing_s/agent_loop/{phase}/min|max|mean; "
+           "sample=slowest for the slowest sample's timing_s/agent_loop/slowest/{phase}).",
+           (STAT, SPLIT, "phase", "sample"), MEAN, group="agentic"),
+    Metric("rl_agent_loop_preemptions", GAUGE, "{preemption}",
+           "Times a veRL agent-loop sample was preempted by the engine "
+           "(timing_s/agent_loop/num_preempted/min|max|mean).", (STAT, SPLIT, "sample"), MEAN,
+           group="agentic"),
     Metric("rl_mtp_loss", GAUGE, "1", "Multi-token-prediction losses.", (STAT, SPLIT, "role", "layer"),
            MEAN, group="policy"),
 ]
@@ -85,7 +79,7 @@ K = {
     "actor/ppo_kl": alias("rl_policy_kl", agg=MEAN),
     "actor/entropy": alias("rl_entropy"),
     "actor/entropy_loss": alias("rl_entropy_loss"),
-    "actor/kl_loss": alias("rl_kl_loss"),
+    "actor/kl_loss": alias("rl_reference_kl", note="estimator per actor.kl_loss_type"),
     "actor/kl_coef": alias("rl_kl_coefficient"),
     "actor/grad_norm": alias("rl_grad_norm", agg=MEAN, note="mean over mini-batches"),
     "actor/lr": alias("rl_learning_rate"),
@@ -111,9 +105,6 @@ K = {
     # rollout
     "rollout/spec_accept_rate": alias("rl_speculative_accept_ratio"),
     "rollout/spec_accept_length": alias("rl_speculative_accept_length_tokens"),
-    "rollout/moe/routed_experts_found": alias("rl_moe_routed_experts", quantity="routed_experts_found"),
-    "rollout/moe/routed_expert_assignments": alias("rl_moe_routed_experts",
-                                                   quantity="routed_expert_assignments"),
     # async
     "fully_async/total_wait_time": alias("rl_phase_duration_seconds", phase="wait_for_samples"),
     "fully_async/trainer/idle_ratio": alias("rl_trainer_idle_ratio"),
@@ -125,7 +116,28 @@ K = {
     "train/lr": alias("rl_learning_rate"),
     "train/mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
     "train/global_tokens": alias("rl_step_tokens"),
-    "training/rollout_actor_probs_pearson_corr": alias("rl_rollout_probs_diff", quantity="pearson_corr"),
+    # ---- keys of older releases (v0.1 - v0.3)
+    "actor/lr(1e-4)": alias("rl_learning_rate", scale=1e-4, note="v0.1 logged lr * 1e4"),
+    "critic/lr(1e-4)": alias("rl_critic_learning_rate", scale=1e-4, note="v0.1 logged lr * 1e4"),
+    "mfu/actor": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
+    "mfu/critic": alias("rl_mfu_ratio", role="critic", phase="train", source="framework"),
+    "actor/mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
+    "critic/mfu": alias("rl_mfu_ratio", role="critic", phase="train", source="framework"),
+    # the in-reward KL (apply_kl_penalty) before it moved to actor/reward_kl_penalty[_coeff]
+    "critic/kl": alias("rl_reward_kl_penalty", note="KL folded into the reward, before beta"),
+    "critic/kld": alias("rl_reward_kl_penalty", note="v0.1 Megatron critic"),
+    "critic/kl_coeff": alias("rl_kl_coefficient", note="in-reward KL coefficient"),
+    "critic/kl_coef": alias("rl_kl_coefficient", note="v0.1 Megatron critic: in-reward KL coefficient"),
+    "training/rollout_actor_probs_pearson_corr": alias("rl_train_inference_prob_correlation"),
+    # train/inference correction (rollout_corr/*)
+    "rollout_corr/kl": alias("rl_train_inference_kl", estimator="k1"),
+    "rollout_corr/k3_kl": alias("rl_train_inference_kl", estimator="k3"),
+    "rollout_corr/rollout_is_eff_sample_size": alias("rl_importance_ess_ratio"),
+    "rollout_corr/rollout_rs_masked_fraction": alias("rl_rollout_rejected_ratio", level="token"),
+    "rollout_corr/rollout_rs_seq_masked_fraction": alias("rl_rollout_rejected_ratio",
+                                                         level="sequence"),
+    "rollout_corr/training_log_ppl": alias("rl_log_perplexity", engine="trainer"),
+    "rollout_corr/rollout_log_ppl": alias("rl_log_perplexity", engine="rollout"),
 }
 for _role in ("actor", "critic"):
     K[f"{_role}/perf/max_memory_allocated_gb"] = alias("rl_gpu_memory_peak_bytes", scale=GB,
@@ -133,17 +145,30 @@ for _role in ("actor", "critic"):
     K[f"{_role}/perf/max_memory_reserved_gb"] = alias("rl_gpu_memory_peak_bytes", scale=GB,
                                                       kind="reserved", role=_role)
     K[f"{_role}/perf/cpu_memory_used_gb"] = alias("rl_host_memory_used_bytes", scale=GB, role=_role)
-for _stat in ("valid", "max", "mean", "std"):
-    K[f"training/rollout_probs_diff_{_stat}"] = alias("rl_rollout_probs_diff", quantity="probs_diff",
-                                                      stat=_stat)
+for _stat in ("max", "mean", "std"):
+    K[f"training/rollout_probs_diff_{_stat}"] = alias("rl_train_inference_prob_abs_diff", stat=_stat)
+for _b in ("high", "low"):
+    K[f"rollout_corr/rollout_is_ratio_fraction_{_b}"] = alias(
+        "rl_rollout_importance_weight_clamped_ratio", bound=_b)
+    K[f"rollout_corr/rollout_is_seq_fraction_{_b}"] = alias(
+        "rl_rollout_importance_weight_clamped_ratio", bound=_b, level="sequence")
 
 _IS = "rollout_corr/rollout_is_"
 P = [
     # agent-loop statistics hide under timing_s/ but are not all seconds: keep them apart.
-    pattern(r"^timing_s/agent_loop/slowest/(?P<quantity>.+)$", "rl_agent_loop", which="slowest"),
-    pattern(r"^timing_s/agent_loop/(?P<quantity>[^/]+)/(?P<stat>min|max|mean)$", "rl_agent_loop"),
+    pattern(r"^timing_s/agent_loop/slowest/(?P<phase>generate_sequences|tool_calls|compute_score)$",
+            "rl_agent_loop_duration_seconds", sample="slowest"),
+    pattern(r"^timing_s/agent_loop/slowest/num_preempted$", "rl_agent_loop_preemptions",
+            sample="slowest"),
+    pattern(r"^timing_s/agent_loop/num_preempted/(?P<stat>min|max|mean)$", "rl_agent_loop_preemptions"),
+    pattern(r"^timing_s/agent_loop/(?P<phase>[^/]+)/(?P<stat>min|max|mean)$",
+            "rl_agent_loop_duration_seconds"),
+    # the slowest sample's other fields (prompt/response length) are not durations: fallback
     pattern(r"^timing_s/step$", "rl_step_duration_seconds"),
-    pattern(r"^timing_s/(?P<phase>.+)$", "rl_phase_duration_seconds"),
+    pattern(r"^timing_s/(?!agent_loop/)(?P<phase>.+)$", "rl_phase_duration_seconds"),
+    pattern(r"^timing/(?P<phase>.+)$", "rl_phase_duration_seconds", note="v0.1 timers"),
+    pattern(r"^val/test_score/(?P<data_source>.+)$", "rl_validation_score",
+            note="before val-core/val-aux (v0.2 - v0.3)"),
     pattern(r"^timing_per_token_ms/(?P<phase>.+)$", "rl_phase_time_per_token_seconds", scale=1e-3),
     pattern(r"^val-core/(?P<data_source>.+)/(?P<var>[^/]+)/(?P<estimator>mean|maj|best|worst)@(?P<n>\d+)"
             r"(?:/(?P<stat>mean|std))?$", "rl_validation_score", tier="core"),
@@ -151,33 +176,40 @@ P = [
             r"(?:/(?P<stat>mean|std))?$", "rl_validation_score", tier="aux"),
     pattern(r"^val-(?:core|aux)/(?P<data_source>.+)/(?P<var>[^/]+)/std@(?P<n>\d+)$",
             "rl_validation_score", estimator="mean", stat="std"),
-    pattern(r"^rollout_corr/rollout_rs_masked_fraction$", "rl_rollout_correction",
-            quantity="rs_masked_fraction"),
-    pattern(r"^rollout_corr/rollout_rs_seq_masked_fraction$", "rl_rollout_correction",
-            quantity="rs_seq_masked_fraction"),
     pattern(r"^rollout_corr/rollout_is_(?P<stat>mean|max|min|std)$", "rl_rollout_importance_weight"),
-    pattern(r"^rollout_corr/rollout_rs_(?P<option>.+)_(?P<quantity>mean|max|min|std|fraction_high|"
-            r"fraction_low|masked_fraction|seq_masked_fraction|seq_mean|seq_std|seq_max|seq_min|"
-            r"seq_max_deviation|seq_fraction_high|seq_fraction_low)$", "rl_rollout_correction"),
-    pattern(r"^rollout_corr/kl$", "rl_train_inference_kl"),
-    pattern(r"^rollout_corr/rollout_(?P<quantity>is_.+)$", "rl_rollout_correction"),
-    pattern(r"^rollout_corr/(?P<quantity>.+)$", "rl_rollout_correction"),
+    pattern(r"^rollout_corr/rollout_is_seq_(?P<stat>mean|max|min|std)$", "rl_rollout_importance_weight",
+            level="sequence"),
+    pattern(r"^rollout_corr/rollout_rs_(?P<option>.+)_masked_fraction$", "rl_rollout_rejected_ratio",
+            level="token"),
+    pattern(r"^rollout_corr/rollout_rs_(?P<option>.+)_seq_masked_fraction$",
+            "rl_rollout_rejected_ratio", level="sequence"),
     pattern(r"^rollout/moe/(?P<kind>max_vio|min_vio|avg_vio)/layer_(?P<layer>\d+)$",
             "rl_moe_routing_violation"),
     pattern(r"^rollout/moe/(?P<kind>max_vio|min_vio|avg_vio)/(?P<stat>max|avg)$",
             "rl_moe_routing_violation"),
-    pattern(r"^variance_proxy/(?P<quantity>.+)$", "rl_variance_proxy"),
     pattern(r"^gdpo/(?P<function>.+)/(?P<stat>mean|std|max|min)$", "rl_reward_function"),
-    pattern(r"^fully_async/(?P<quantity>(?:count|partial|rollouter)/.+)$", "rl_async_rollout"),
-    pattern(r"^processing_time/(?P<stat>avg|max|min|tp50|tp95|tp99)$", "rl_async_rollout",
-            quantity="processing_time_seconds"),
-    pattern(r"^dynamic_resource/(?P<quantity>.+)$", "rl_async_rollout"),
-    pattern(r"^training/filter_groups/(?P<quantity>.+)$", "rl_filter_groups"),
+    # reward managers that name their reward functions: critic/{function}_score[/mean|max|min]
+    pattern(r"^critic/(?P<function>[\w\-.]+)_score(?:/(?P<stat>mean|max|min))?$",
+            "rl_reward_function"),
+    pattern(r"^processing_time/(?P<stat>avg|max|min|tp50|tp95|tp99)$", "rl_sample_processing_seconds"),
     pattern(r"^(?P<role>actor|critic)/mtp_losses(?:/?(?P<layer>.*))$", "rl_mtp_loss"),
 ]
 
+# Families whose members carry no meaning we can name: exported on the bounded fallback, on purpose.
+FALLBACK = [
+    (re.compile(r"^rollout_corr/"), "a rollout-correction statistic with no canonical metric "
+                                   "(perplexity ratios, chi2, per-option rejection statistics)"),
+    (re.compile(r"^variance_proxy/"), "a gradient-variance proxy whose meaning is veRL's own"),
+    (re.compile(r"^(?:fully_async|dynamic_resource)/"), "fully-async trainer bookkeeping"),
+    (re.compile(r"^training/filter_groups/"), "dynamic-sampling filter bookkeeping"),
+    (re.compile(r"^rollout/moe/routed_"), "MoE routing-capture bookkeeping"),
+    (re.compile(r"^timing_s/agent_loop/slowest/"), "a field of the slowest sample that is not a time"),
+    (re.compile(r"^training/rollout_probs_diff_valid$"), "the count behind rollout_probs_diff_*"),
+]
+
 VOCABULARY = Vocabulary(
-    name="verl", title="veRL", keys=K, patterns=P,
+    name="verl", title="veRL", keys=K, patterns=P, fallback_patterns=FALLBACK,
+    ignored={"val/generations": "W&B/SwanLab table of validation samples, not a number"},
     step_keys=("training/global_step",),
     doc="Console `step:N - key:value ...` lines and the `file` logger's JSONL.",
 )

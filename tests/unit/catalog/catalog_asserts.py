@@ -54,9 +54,13 @@ def bundled_keys(framework: str) -> dict:
 
 
 def known(key: str, framework: str):
-    """Resolves to a catalog entry, or is ignored with a reason: never the fallback."""
+    """Resolves to a catalog entry, is ignored with a reason, or is left on the fallback on
+    purpose with a reason: never the fallback by omission."""
     r = CATALOG.resolve(key, framework)
-    assert not r.fallback, f"{key!r} fell back in {framework}: {r.reason}"
+    assert not r.fallback or r.deliberate, f"{key!r} fell back in {framework}: {r.reason}"
+    if r.fallback:
+        assert "left on" in r.reason and r.reason.split(": ", 1)[1].strip(), r.reason
+        return r
     if r.ignored:
         assert r.reason.strip(), f"{key!r} ignored without a reason"
     else:

@@ -32,6 +32,8 @@ def test_one_commit_has_no_colliding_series():
         series[sid] = key
 
 
+FALLBACK = object()  # deliberately left on rl_unmapped_value
+
 PATTERN_INSTANCES = {
     r"^timeperf/(?P<phase>.+)$": [
         ("timeperf/rollout", "rl_phase_duration_seconds", {"phase": "rollout"}),
@@ -54,29 +56,23 @@ PATTERN_INSTANCES = {
     ],
     r"^ppo_actor/update/compute_logp/(?P<method>[^/]+)/(behave_imp_weight|importance_weight)"
     r"_(abs|rel)_error/(avg|min|max)$": [
-        ("ppo_actor/update/compute_logp/loglinear/behave_imp_weight_abs_error/avg",
-         "rl_ppo_diagnostic", {"role": "actor", "method": "loglinear",
-                               "quantity": "update/compute_logp/behave_imp_weight_abs_error"}),
-        ("ppo_actor/update/compute_logp/metrics/importance_weight_rel_error/max",
-         "rl_ppo_diagnostic", {"role": "actor", "method": "metrics", "stat": "max",
-                               "quantity": "update/compute_logp/importance_weight_rel_error"}),
+        # no canonical meaning: on the fallback, on purpose
+        ("ppo_actor/update/compute_logp/loglinear/behave_imp_weight_abs_error/avg", FALLBACK, {}),
+        ("ppo_actor/update/compute_logp/metrics/importance_weight_rel_error/max", FALLBACK, {}),
     ],
     r"^ppo_actor/update/(rkl_loss|vocab_min_logits|vocab_max_logits|sapo_soft_gate|"
     r"sapo_scaled_gate_pos|sapo_scaled_gate_neg)/(avg|min|max)$": [
-        ("ppo_actor/update/rkl_loss/avg", "rl_ppo_diagnostic",
-         {"role": "actor", "quantity": "update/rkl_loss"}),
-        ("ppo_actor/update/vocab_max_logits/max", "rl_ppo_diagnostic",
-         {"role": "actor", "quantity": "update/vocab_max_logits", "stat": "max"}),
-        ("ppo_actor/update/sapo_scaled_gate_neg/min", "rl_ppo_diagnostic",
-         {"role": "actor", "quantity": "update/sapo_scaled_gate_neg", "stat": "min"}),
+        ("ppo_actor/update/rkl_loss/avg", FALLBACK, {}),
+        ("ppo_actor/update/vocab_max_logits/max", FALLBACK, {}),
+        ("ppo_actor/update/sapo_scaled_gate_neg/min", FALLBACK, {}),
     ],
     r"^(rollout|eval-rollout)/(?P<scalar>[^/]+)$": [
         ("rollout/reward", "rl_reward", {}),
         ("eval-rollout/reward", "rl_reward", {"split": "eval"}),
         ("rollout/num_turns", "rl_turns", {}),
         ("eval-rollout/num_turns", "rl_turns", {"split": "eval"}),
-        ("rollout/accepted", "rl_workflow_value", {"quantity": "accepted"}),
-        ("eval-rollout/max_tokens", "rl_workflow_value", {"quantity": "max_tokens", "split": "eval"}),
+        ("rollout/accepted", FALLBACK, {}),
+        ("eval-rollout/max_tokens", FALLBACK, {}),
     ],
     r"^moe_balance/layer_(?P<layer>\d+)/max_over_ideal$": [
         ("moe_balance/layer_0/max_over_ideal", "rl_moe_load_imbalance_ratio", {"layer": "0"}),
@@ -102,6 +98,10 @@ def test_pattern_instances(regex, key, metric, labels):
     if metric is None:  # deliberately ignored
         r = known(key, FW)
         assert r.ignored and r.metric is None and "StatsLogger drops it" in r.reason
+        return
+    if metric is FALLBACK:
+        r = known(key, FW)
+        assert r.fallback and r.deliberate and dict(r.labels) == {"key": key}, r
         return
     lands(key, FW, metric, labels, scale=None)
 
@@ -135,8 +135,8 @@ TABLE = [
     ("ppo_actor/kl_rewards/avg", "rl_reward_kl_penalty", {}, 1.0, "weighted_mean", NT),
     ("ppo_actor/n_seqs", "rl_responses", {}, 1.0, "sum", None),
     ("ppo_actor/n_valid_tokens", "rl_valid_tokens", {}, 1.0, "sum", None),
-    ("ppo_actor/update/clipped_tokens", "rl_ppo_token_counts",
-     {"role": "actor", "quantity": "update/clipped_tokens"}, 1.0, "sum", None),
+    ("ppo_actor/update/clipped_tokens", "rl_counted_tokens",
+     {"role": "actor", "subset": "update_clipped"}, 1.0, "sum", None),
     ("ppo_actor/eps_clip", "rl_config_value", {"role": "actor", "parameter": "eps_clip"}, 1.0,
      "last", None),
     ("ppo_critic/eps_clip", "rl_config_value", {"role": "critic", "parameter": "eps_clip"}, 1.0,
@@ -150,20 +150,21 @@ TABLE = [
      1.0, "weighted_mean", VT),
     ("ppo_actor/update/version_stats/sample_staleness_theta_max", "rl_sample_staleness_steps",
      {"stat": "max"}, 1.0, "max", None),
-    ("ppo_actor/update/version_stats/sample_staleness_proximal_min", "rl_version_stats",
-     {"quantity": "sample_staleness_proximal", "stat": "min"}, 1.0, "min", None),
+    ("ppo_actor/update/version_stats/sample_staleness_proximal_min", "rl_sample_staleness_steps",
+     {"reference": "proximal", "stat": "min"}, 1.0, "min", None),
     # train/infer diagnostics (seed 003)
     ("ppo_actor/train_infer/logp_abs_diff/avg", "rl_train_inference_logprob_abs_diff", {}, 1.0,
      "weighted_mean", TI),
-    ("ppo_actor/train_infer/kl_k3", "rl_train_inference_kl", {}, 1.0, "weighted_mean", TI),
-    ("ppo_actor/train_infer/n_valid_tokens", "rl_logprob_gap_tokens", {}, 1.0, "sum", None),
-    ("ppo_actor/train_infer/ratio_outside_2", "rl_train_inference_diagnostic",
-     {"quantity": "ratio_outside_2"}, 1.0, "weighted_mean", TI),
-    ("ppo_actor/train_infer/logp_diff/min", "rl_train_inference_diagnostic",
-     {"quantity": "logp_diff", "stat": "min"}, 1.0, "min", TI),
-    # within-update drift is not the train/inference gap
-    ("ppo_actor/update/logp_abs_diff/avg", "rl_ppo_diagnostic",
-     {"role": "actor", "quantity": "update/logp_abs_diff"}, 1.0, "weighted_mean", UT),
+    ("ppo_actor/train_infer/kl_k3", "rl_train_inference_kl", {"estimator": "k3"}, 1.0,
+     "weighted_mean", TI),
+    ("ppo_actor/train_infer/kl_k1", "rl_train_inference_kl", {"estimator": "k1"}, 1.0,
+     "weighted_mean", TI),
+    ("ppo_actor/train_infer/n_valid_tokens", "rl_train_inference_tokens", {}, 1.0, "sum", None),
+    # |d| > ln 2 nats: the same concept as posttrain's logprob_gap_gt0p5_frac
+    ("ppo_actor/train_infer/ratio_outside_2", "rl_train_inference_logprob_tail_ratio",
+     {"threshold": "0.693"}, 1.0, "weighted_mean", TI),
+    ("ppo_actor/train_infer/logp_diff/min", "rl_train_inference_logprob_diff",
+     {"stat": "min"}, 1.0, "min", TI),
     # train_perf
     ("train_perf/total_tokens", "rl_tokens_total", {}, 1.0, "max", None),  # running total: max
     ("train_perf/tokens_per_second", "rl_throughput_tokens_per_second", {"phase": "train"}, 1.0,

@@ -16,8 +16,7 @@ SAME = {
     ("rl_policy_kl", ()): [
         ("trl", "policy/approxkl_avg"), ("openrlhf", "ppo_kl"), ("verl", "actor/ppo_kl")],
     ("rl_reference_kl", ()): [
-        ("trl", "kl"), ("openrlhf", "kl"), ("posttrain_carbonteq", "train/rl/kl"),
-        ("generic", "kl_estimate")],
+        ("trl", "kl"), ("openrlhf", "kl"), ("generic", "kl_estimate"), ("verl", "actor/kl_loss")],
     ("rl_entropy", ()): [
         ("trl", "entropy"), ("trl", "policy/entropy_avg"), ("posttrain_carbonteq", "train/rl/entropy"),
         ("verl", "actor/entropy")],
@@ -28,7 +27,7 @@ SAME = {
         ("trl", "grad_norm"), ("openrlhf", "actor_grad_norm"), ("posttrain_carbonteq", "train/grad_norm"),
         ("generic", "rm/grad_norm"), ("verl", "actor/grad_norm")],
     ("rl_learning_rate", ()): [
-        ("trl", "learning_rate"), ("openrlhf", "actor_lr"), ("posttrain_carbonteq", "train/learning_rate"),
+        ("trl", "learning_rate"), ("posttrain_carbonteq", "train/learning_rate"),
         ("generic", "actor/lr(1e-6)"), ("verl", "actor/lr")],
     ("rl_reward", ()): [
         ("trl", "reward"), ("openrlhf", "reward"), ("posttrain_carbonteq", "train/rl/reward_mean")],

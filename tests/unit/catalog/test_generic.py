@@ -36,7 +36,7 @@ TABLE = [
     ("logps/chosen", "rl_preference_logprob", {"side": "chosen"}, 1.0),
     ("logps/rejected", "rl_preference_logprob", {"side": "rejected"}, 1.0),
     ("kl_estimate", "rl_reference_kl", {}, 1.0),
-    ("loss/kl", "rl_kl_loss", {}, 1.0),
+    ("loss/kl", "rl_loss", {"component": "kl"}, 1.0),
     ("episode/reward/mean", "rl_episode_reward", {}, 1.0),
     ("episode/reward/max", "rl_episode_reward", {"stat": "max"}, 1.0),
     ("episode/length/min", "rl_turns", {"stat": "min"}, 1.0),

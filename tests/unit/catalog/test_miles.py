@@ -31,10 +31,12 @@ def test_slime_keys_mean_the_same_in_miles(key):
            (s.metric and s.metric.name, s.labels, s.scale, s.agg)
 
 
+FALLBACK = object()  # deliberately left on rl_unmapped_value
+
 PATTERN_INSTANCES = {
     r"^train/(?:(?P<role>[a-z_]+)-)?lr-pg_(?P<param_group>\d+)$": [
-        ("train/lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
-        ("train/actor-lr-pg_2", "rl_learning_rate", {"param_group": "2"}),
+        ("train/lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "policy"}),
+        ("train/actor-lr-pg_2", "rl_next_learning_rate", {"param_group": "2", "role": "policy"}),
     ],
     r"^rollout/tito_session_mismatch_rate/(?P<server_version>[^/]+)(/(?P<type>.+))?$": [
         ("rollout/tito_session_mismatch_rate/v2", "rl_tito_session_mismatch_ratio",
@@ -47,8 +49,8 @@ PATTERN_INSTANCES = {
         ("perf/cpu_memory_available_gb", "rl_host_memory_bytes", {"kind": "available"}),
     ],
     r"^eval/(?P<dataset>.+)-none_reward_ratio$": [
-        ("eval/gsm8k-none_reward_ratio", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "none_reward_ratio"}),
+        ("eval/gsm8k-none_reward_ratio", "rl_validation_none_reward_ratio",
+         {"data_source": "gsm8k"}),
     ],
     r"^eval/skipped_(?P<reason>.+)$": [
         ("eval/skipped_timeout", "rl_eval_skipped", {"reason": "timeout"}),
@@ -61,16 +63,15 @@ PATTERN_INSTANCES = {
         ("rollout/error_cat/timeout", "rl_reward_category_ratio", {"category": "timeout"}),
         ("rollout/dynamic_filter/drop_zero_std", "rl_dynamic_filter_dropped", {"reason": "zero_std"}),
         ("rollout/correct_length/p75", "rl_response_length_tokens", {"subset": "correct", "stat": "p75"}),
-        ("rollout/raw_reward", "rl_score", {}),
+        ("rollout/raw_reward", "rl_reward", {}),
         ("perf/eval_rollout_time", "rl_phase_duration_seconds", {"phase": "eval_rollout"}),
-        ("perf/request/queue_time/median", "rl_inference_request_stat",
-         {"quantity": "request/queue_time", "stat": "median"}),
+        ("perf/request/queue_time/median", "rl_inference_request_duration_seconds",
+         {"phase": "request", "step": "queue_time", "stat": "median"}),
         ("passrate/pass@4", "rl_pass_at_k_ratio", {"k": "4"}),
         ("eval/gsm8k", "rl_validation_score", {"data_source": "gsm8k"}),
-        ("eval/gsm8k/weight_version/max", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "weight_version", "stat": "max"}),
-        ("eval/gsm8k-truncated_ratio", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "truncated_ratio"}),
+        ("eval/gsm8k/weight_version/max", FALLBACK, {}),
+        ("eval/gsm8k-truncated_ratio", "rl_validation_response_truncated_ratio",
+         {"data_source": "gsm8k"}),
         ("eval/gsm8k-pass@8", "rl_validation_pass_at_k_ratio", {"data_source": "gsm8k", "k": "8"}),
     ],
 }
@@ -88,6 +89,10 @@ def test_every_pattern_has_instances():
 def test_pattern_instances(regex, key, metric, labels):
     if regex != ALL_SLIME:
         assert re.match(regex, key), "instance does not belong to the family"
+    if metric is FALLBACK:  # no canonical meaning: on the fallback, on purpose, with a reason
+        r = known(key, FW)
+        assert r.fallback and r.deliberate and dict(r.labels) == {"key": key}, r
+        return
     lands(key, FW, metric, labels, scale=None)
 
 
@@ -95,7 +100,7 @@ GB = 2.0 ** 30
 # key, metric, labels, scale, aggregation
 TABLE = [
     ("train/pg_clipfrac", "rl_policy_clip_ratio", {}, 1.0, "weighted_mean"),
-    ("train/train_rollout_kl", "rl_train_inference_kl", {}, 1.0, "weighted_mean"),
+    ("train/train_rollout_kl", "rl_train_inference_kl", {"estimator": "k3"}, 1.0, "weighted_mean"),
     ("train/train_rollout_logprob_abs_diff", "rl_train_inference_logprob_abs_diff", {}, 1.0,
      "weighted_mean"),
     ("train/ess_ratio", "rl_importance_ess_ratio", {}, 1.0, "mean"),

@@ -30,8 +30,8 @@ PATTERN_INSTANCES = {
          {"pair": "policy_reference", "stat": "std"}),
     ],
     r"^train/initial_ratio_(?P<stat>.+)$": [
-        ("train/initial_ratio_mean", "rl_pre_update_diagnostic", {"quantity": "ratio"}),
-        ("train/initial_ratio_max", "rl_pre_update_diagnostic", {"quantity": "ratio", "stat": "max"}),
+        ("train/initial_ratio_mean", "rl_pre_update_importance_ratio", {}),
+        ("train/initial_ratio_max", "rl_pre_update_importance_ratio", {"stat": "max"}),
     ],
     r"^timer/source_(?P<source>.+)$": [
         ("timer/source_gsm8k", "rl_phase_duration_seconds", {"phase": "source_gsm8k"}),
@@ -60,9 +60,10 @@ TABLE = [
     ("train/kl_mean", "rl_reference_kl", {}, "weighted_mean", TOK),
     ("train/kl_max", "rl_reference_kl", {"stat": "max"}, "max", None),
     ("train/response_len_max", "rl_response_length_tokens", {"stat": "max"}, "max", None),
-    ("train/sc_rho_max", "rl_score_centering", {"quantity": "rho", "stat": "max"}, "max", None),
-    ("train/sc_rho_mean", "rl_score_centering", {"quantity": "rho"}, "weighted_mean", SC),
-    ("train/sc_head_mass_q", "rl_score_centering", {"quantity": "head_mass_q"}, "weighted_mean", SC),
+    ("train/sc_rho_max", "rl_score_centering_tail_mass_ratio", {"stat": "max"}, "max", None),
+    ("train/sc_rho_mean", "rl_score_centering_tail_mass_ratio", {}, "weighted_mean", SC),
+    ("train/sc_head_mass_q", "rl_score_centering_head_mass_ratio", {"engine": "sampler"},
+     "weighted_mean", SC),
     ("train/seq_clip_frac", "rl_policy_sequence_clip_ratio", {}, "weighted_mean", SEQ),
     ("train/seq_log_ratio_abs", "rl_sequence_log_ratio_abs", {}, "weighted_mean", SEQ),
     ("train/rollout_truncated_frac", "rl_response_truncated_ratio", {}, "weighted_mean", RESP),
@@ -70,18 +71,26 @@ TABLE = [
     ("train/logprob_gap_mean", "rl_train_inference_logprob_abs_diff", {}, "weighted_mean", GAP),
     ("train/mean_rank_logprob_gap_p99", "rl_train_inference_logprob_abs_diff", {"stat": "p99"},
      "weighted_mean", GAP),
-    ("train/logprob_gap_gt0p5_frac", "rl_logprob_gap_tail_ratio", {"threshold": "0.5"},
+    ("train/logprob_gap_gt0p5_frac", "rl_train_inference_logprob_tail_ratio", {"threshold": "0.5"},
      "weighted_mean", GAP),
     ("train/loss_avg", "rl_loss", {}, "weighted_mean", "train/weight_sum"),
     # SUMMED_TRAIN_COUNT_KEYS and weight keys
     ("train/valid_token_count", "rl_valid_tokens", {}, "sum", None),
     ("train/valid_sequence_count", "rl_valid_sequences", {}, "sum", None),
     ("train/response_count", "rl_responses", {}, "sum", None),
-    ("train/logprob_gap_token_count", "rl_logprob_gap_tokens", {}, "sum", None),
+    ("train/logprob_gap_token_count", "rl_train_inference_tokens", {}, "sum", None),
     ("train/weight_sum", "rl_objective_weight_sum", {}, "sum", None),
-    ("train/sc_token_count", "rl_score_centering", {"quantity": "token_count"}, "sum", None),
-    ("train/routing_replay_pinned_tokens", "rl_routing_replay", {"quantity": "pinned_tokens"},
-     "sum", None),
+    ("train/sc_token_count", "rl_score_centering_tokens", {}, "sum", None),
+    ("train/routing_replay_pinned_tokens", "rl_routing_replay_pinned_tokens", {}, "sum", None),
+    # an id: the latest, never a sum
+    ("optim/attempt_id", "rl_optimizer_attempts_total", {}, "last", None),
+    # held-out DPO keys (were on the fallback)
+    ("val/dpo_reward_winner", "rl_preference_reward", {"side": "chosen", "split": "eval"}, "mean",
+     None),
+    ("val/dpo_err_pol_w", "rl_dpo_denoising_error",
+     {"network": "policy", "side": "chosen", "split": "eval"}, "mean", None),
+    ("val/dpo_raw_ref_loss", "rl_dpo_raw_loss", {"network": "reference", "split": "eval"}, "mean",
+     None),
     # the applied update
     ("train/grad_norm", "rl_grad_norm", {}, "last", None),
     # plain means
@@ -99,7 +108,9 @@ TABLE = [
     # PPO: token-weighted over valid action tokens
     ("train/clip_fraction", "rl_policy_clip_ratio", {}, "weighted_mean", "train/valid_action_tokens"),
     ("train/value_loss", "rl_value_loss", {}, "weighted_mean", "train/valid_action_tokens"),
-    ("train/critic_lr", "rl_critic_learning_rate", {}, "last", None),
+    # post-step LRs are the NEXT update's, not the applied one's (train/learning_rate)
+    ("train/critic_lr", "rl_next_learning_rate", {"role": "critic"}, "last", None),
+    ("train/policy_lr", "rl_next_learning_rate", {"role": "policy"}, "last", None),
     # optimizer outcome
     ("optim/update_outcome", "rl_optimizer_update_outcome", {}, "last", None),
     ("optim/skip_reason", "rl_optimizer_skip_reason", {}, "last", None),
@@ -165,3 +176,25 @@ def test_grpo_frame_resolves_without_fallbacks_or_collisions():
         sid = (r.metric.name, r.labels)
         assert sid not in series, f"{key} and {series[sid]} both become {sid}"
         series[sid] = key
+
+
+def test_dpo_nft_losses_are_plain_means_even_with_a_token_count():
+    """Seed 000: DPO/NFT/flow-BC loss_avg and NFT policy_loss are plain means. Their own weight
+    keys (weight_sum, valid_action_tokens) are absent, and the canonical token weight must not
+    step in just because train/valid_token_count is in the frame."""
+    from exporter.reduce import reduce_frames
+    chunks = [{"train/loss_avg": 1.0, "train/policy_loss": 1.0, "train/valid_token_count": 1},
+              {"train/loss_avg": 3.0, "train/policy_loss": 3.0, "train/valid_token_count": 99}]
+    out = reduce_frames(chunks, FW)
+    assert out["train/loss_avg"] == 2.0
+    assert out["train/policy_loss"] == 2.0
+    # GRPO: with weight_sum present the loss is weighted by it
+    grpo = [{"train/loss_avg": 1.0, "train/weight_sum": 1.0},
+            {"train/loss_avg": 3.0, "train/weight_sum": 3.0}]
+    assert reduce_frames(grpo, FW)["train/loss_avg"] == 2.5
+
+
+def test_zero_token_logprob_gap_is_no_data():
+    from exporter.reduce import reduce_frames
+    out = reduce_frames([{"train/logprob_gap_mean": 0.0, "train/logprob_gap_token_count": 0}], FW)
+    assert "train/logprob_gap_mean" not in out and "train/logprob_gap_mean" in out.no_data

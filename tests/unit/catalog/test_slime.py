@@ -26,19 +26,22 @@ SGLANG = (r"^perf/(request/(e2e_latency|queue_time)|decode/throughput|prefill/(b
           r"transfer_speed_gb_s|transfer_total_mb|retry_count)|decode/(prealloc_duration|bootstrap_"
           r"duration|alloc_wait_duration|transfer_duration|forward_duration))/(mean|median|max|min)$")
 
+FALLBACK = object()  # deliberately left on rl_unmapped_value
+
 PATTERN_INSTANCES = {
     r"^train/(?:(?P<role>[a-z_]+)-)?(?P<key>[^/]+)$": [
         ("train/pg_loss", "rl_policy_loss", {}),
         ("train/critic-value_loss", "rl_value_loss", {}),
         ("train/critic-value_clipfrac", "rl_value_clip_ratio", {}),
         ("train/actor-pg_clipfrac", "rl_policy_clip_ratio", {}),
-        ("train/actor-my_aux_term", "rl_train_stat", {"role": "actor", "quantity": "my_aux_term"}),
+        ("train/actor-my_aux_term", FALLBACK, {}),
     ],
     r"^train/(?:(?P<role>[a-z_]+)-)?lr-pg_(?P<param_group>\d+)$": [
-        ("train/lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
-        ("train/lr-pg_1", "rl_learning_rate", {"param_group": "1"}),
-        ("train/actor-lr-pg_0", "rl_learning_rate", {"param_group": "0"}),
-        ("train/critic-lr-pg_0", "rl_critic_learning_rate", {}),
+        ("train/lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "policy"}),
+        ("train/lr-pg_1", "rl_next_learning_rate", {"param_group": "1", "role": "policy"}),
+        ("train/actor-lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "policy"}),
+        # read after the scheduler stepped: the next update's LR
+        ("train/critic-lr-pg_0", "rl_next_learning_rate", {"param_group": "0", "role": "critic"}),
     ],
     r"^train/(?:(?P<role>[a-z_]+)-)?mtp_(?P<i>\d+)_loss$": [
         ("train/mtp_0_loss", "rl_mtp_loss", {"layer": "0"}),
@@ -61,12 +64,13 @@ PATTERN_INSTANCES = {
          {"subset": "correct", "stat": "p100"}),
     ],
     r"^rollout/(?P<field>[^/]+)$": [
-        ("rollout/raw_reward", "rl_score", {}),
-        ("rollout/rewards", "rl_reward", {}),
+        # seed 002: raw_reward is "the mean reward of the step"; rewards are group-normalised
+        ("rollout/raw_reward", "rl_reward", {}),
+        ("rollout/rewards", "rl_normalized_reward", {}),
         ("rollout/truncated", "rl_response_truncated_ratio", {}),
-        ("rollout/log_probs", "rl_rollout_stat", {"quantity": "log_probs"}),
-        ("rollout/top_p_kept_vocab_per_token", "rl_rollout_stat",
-         {"quantity": "top_p_kept_vocab_per_token"}),
+        ("rollout/log_probs", "rl_token_logprob", {"policy": "current"}),
+        ("rollout/top_p_kept_vocab_per_token", "rl_top_p_kept_vocab_tokens",
+         {}),
     ],
     r"^perf/(?P<timer>.+)_time$": [
         ("perf/sleep_time", "rl_phase_duration_seconds", {"phase": "sleep"}),
@@ -75,14 +79,14 @@ PATTERN_INSTANCES = {
         ("perf/step_time", "rl_step_duration_seconds", {}),
     ],
     SGLANG: [
-        ("perf/request/e2e_latency/mean", "rl_inference_request_stat",
-         {"quantity": "request/e2e_latency"}),
-        ("perf/decode/throughput/max", "rl_inference_request_stat",
-         {"quantity": "decode/throughput", "stat": "max"}),
-        ("perf/prefill/transfer_speed_gb_s/median", "rl_inference_request_stat",
-         {"quantity": "prefill/transfer_speed_gb_s", "stat": "median"}),
-        ("perf/decode/forward_duration/min", "rl_inference_request_stat",
-         {"quantity": "decode/forward_duration", "stat": "min"}),
+        ("perf/request/e2e_latency/mean", "rl_inference_request_duration_seconds",
+         {"phase": "request", "step": "e2e_latency"}),
+        ("perf/decode/throughput/max", "rl_inference_decode_throughput_tokens_per_second",
+         {"stat": "max"}),
+        ("perf/prefill/transfer_speed_gb_s/median", "rl_inference_kv_transfer_bytes_per_second",
+         {"stat": "median"}),
+        ("perf/decode/forward_duration/min", "rl_inference_request_duration_seconds",
+         {"phase": "decode", "step": "forward", "stat": "min"}),
     ],
     r"^passrate/pass@(?P<k>\d+)$": [
         ("passrate/pass@1", "rl_pass_at_k_ratio", {"k": "1"}),
@@ -93,16 +97,15 @@ PATTERN_INSTANCES = {
         ("eval/aime-2024", "rl_validation_score", {"data_source": "aime-2024"}),
     ],
     r"^eval/(?P<dataset>[^/]+)/(?P<stat>.+)$": [
-        ("eval/gsm8k/response_len/mean", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "response_len"}),
-        ("eval/gsm8k/response_len/max", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "response_len", "stat": "max"}),
-        ("eval/gsm8k/repetition_frac", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "repetition_frac"}),
+        ("eval/gsm8k/response_len/mean", "rl_validation_response_length_tokens",
+         {"data_source": "gsm8k"}),
+        ("eval/gsm8k/response_len/max", "rl_validation_response_length_tokens",
+         {"data_source": "gsm8k", "stat": "max"}),
+        ("eval/gsm8k/repetition_frac", FALLBACK, {}),
     ],
     r"^eval/(?P<dataset>.+)-truncated_ratio$": [
-        ("eval/gsm8k-truncated_ratio", "rl_validation_sample_stat",
-         {"data_source": "gsm8k", "quantity": "truncated_ratio"}),
+        ("eval/gsm8k-truncated_ratio", "rl_validation_response_truncated_ratio",
+         {"data_source": "gsm8k"}),
     ],
     r"^eval/(?P<dataset>.+)-pass@(?P<k>\d+)$": [
         ("eval/aime-pass@16", "rl_validation_pass_at_k_ratio", {"data_source": "aime", "k": "16"}),
@@ -118,6 +121,10 @@ def test_every_pattern_has_instances():
     (rx, k, m, lab) for rx, rows in PATTERN_INSTANCES.items() for k, m, lab in rows])
 def test_pattern_instances(regex, key, metric, labels):
     assert re.match(regex, key), "instance does not belong to the family"
+    if metric is FALLBACK:  # no canonical meaning: on the fallback, on purpose, with a reason
+        r = known(key, FW)
+        assert r.fallback and r.deliberate and dict(r.labels) == {"key": key}, r
+        return
     lands(key, FW, metric, labels, scale=None)
 
 
@@ -145,7 +152,7 @@ TABLE = [
     ("perf/wait_time_ratio", "rl_trainer_idle_ratio", {}, 1.0, "mean"),
     ("perf/non_generation_time/max", "rl_rollout_non_generation_seconds", {"stat": "max"}, 1.0, "max"),
     ("perf/longest_sample_non_generation_time", "rl_rollout_non_generation_seconds",
-     {"quantity": "longest_sample"}, 1.0, "mean"),
+     {"sample": "longest", "effective": "false"}, 1.0, "mean"),
     ("multi_turn/multi_turn_metric/round_number_max", "rl_turns", {"stat": "max"}, 1.0, "max"),
     ("multi_turn/raw_response_length/response_length_min", "rl_response_length_tokens",
      {"subset": "with_observations", "stat": "min"}, 1.0, "min"),
@@ -192,7 +199,7 @@ def test_console_frame_resolves_with_zero_fallbacks():
         sid = (r.metric.name, r.labels)
         assert sid not in series, f"{key} and {series[sid]} collide"
         series[sid] = key
-    assert res("train/lr-pg_0").metric.name == "rl_learning_rate"
+    assert res("train/lr-pg_0").metric.name == "rl_next_learning_rate"
 
 
 def test_unprefixed_unknown_keys_fall_back_rather_than_hide():
