@@ -5,7 +5,8 @@
     [2026-08-21 17:15:02] rollout.py:120 - perf 3: {'perf/rollout_time': 41.2, ...}
 
 kind is one of step, rollout, perf, eval, multi_turn, passrate; n is the train step
-(step) or the rollout id (others); the frame's step is n.
+(step) or the rollout id (others); the frame's step is n. Whatever precedes the kind (a Ray
+actor prefix, another logger's format) is ignored.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .base import Frame, Parser, parse_pydict
 FORMAT = "slime"
 MILES_FORMAT = "miles"
 
-_MSG = re.compile(r"(?:^|[\s\]-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
+_MSG = re.compile(r"(?:^|[\s\]:-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
 KINDS = ("step", "rollout", "perf", "eval", "multi_turn", "passrate")
 
 
