@@ -39,7 +39,8 @@ def detect_line(line: str) -> str | None:
             return "spool"
         if head and '"data"' in line and _VERL_JSONL.match(line):
             return "verl_jsonl"
-        if "global_step/max_steps" in line:
+        # HF's own log dicts never hold global_step; ms-swift 2.x added it (3.x: .../max_steps)
+        if "global_step/max_steps" in line or "'global_step': " in line:
             return "ms_swift"
         if ": {" in line:
             if _OPENRLHF.search(line):  # before slime: "Global step 12: {" ends like "step 12: {"

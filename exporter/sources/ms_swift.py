@@ -10,7 +10,8 @@ trainer's logs plus its own progress fields:
 
 - as a Python dict repr (console) or JSON (logging.jsonl); recent releases print every
   value as a string ('loss': '1.461'), read back as numbers;
-- the step is the N of `global_step/max_steps`; the other progress strings (percentage,
+- the step is the N of `global_step/max_steps` (`global_step` in 2.x releases, which also
+  had `acc` where 3.x has `token_acc`); the other progress strings (percentage,
   elapsed/remaining time) are dropped: they are derived, not metrics;
 - a dict copied without its braces (`'loss': -0.0, ..., 'global_step/max_steps': '5/3766'`)
   is read the same way.
@@ -45,7 +46,7 @@ class MsSwiftParser(Parser):
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:
-        if STEP_KEY not in line:
+        if STEP_KEY not in line and "'global_step': " not in line:
             self.skipped += 1
             return []
         raw = self._dict(line)
@@ -58,6 +59,9 @@ class MsSwiftParser(Parser):
             if k == STEP_KEY:
                 m = _STEP.match(str(v))
                 step = int(m.group(1)) if m else None
+                continue
+            if k == "global_step" and isinstance(v, int):
+                step = v
                 continue
             if k in _PROGRESS:
                 continue

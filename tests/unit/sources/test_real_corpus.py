@@ -96,7 +96,10 @@ def parse_file(path: Path):
     return out, text
 
 
-def _vocab(fw: str, corpus_dir: str) -> str:
+def _vocab(fw: str, fmt: str, corpus_dir: str) -> str:
+    # slime and Miles print the same line shape; the user names which one (--framework miles)
+    if fmt in ("slime", "miles") and corpus_dir in ("slime", "miles"):
+        return corpus_dir
     if fw in FRAMEWORKS:
         return fw
     return "trl" if corpus_dir == "ms_swift" else "auto"
@@ -112,7 +115,7 @@ def score_file(rel: str):
     resolved = {}
     corpus_dir = rel.split("/", 1)[0]
     for fmt, fw, data in frames:
-        vocab = _vocab(fw, corpus_dir)
+        vocab = _vocab(fw, fmt, corpus_dir)
         for k, v in data.items():
             if isinstance(v, str):
                 continue
