@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from .base import NOT_A_NUMBER, number
 from .wandb_summary import ROW as _WANDB_ROW
 
 _SPOOL = re.compile(r'^\s*\{.*"spool":\s*1\b')
@@ -53,8 +54,10 @@ def detect_line(line: str) -> str | None:
             return "hf"
     elif "global_step/max_steps" in line:  # a dict pasted without its braces
         return "ms_swift"
-    if "wandb:" in line and _WANDB_ROW.search(line):
-        return "wandb"
+    if "wandb:" in line:
+        m = _WANDB_ROW.search(line)
+        if m and number(m.group(2)) is not NOT_A_NUMBER:  # not a "Run history" sparkline
+            return "wandb"
     if ("│" in line or "═" in line or "AReaL" in line or "Train step" in line) \
             and _AREAL.search(line):
         return "areal"

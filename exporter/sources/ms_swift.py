@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, number, parse_pydict
+from .base import NOT_A_NUMBER, Frame, Parser, number, parse_pydict, step_of
 
 FORMAT = "ms_swift"
 STEP_KEY = "global_step/max_steps"
@@ -60,9 +60,8 @@ class MsSwiftParser(Parser):
                 m = _STEP.match(str(v))
                 step = int(m.group(1)) if m else None
                 continue
-            if k == "global_step" and isinstance(v, int):
-                step = v
-                continue
+            if k == "global_step" and step_of(v) is not None:
+                step = step_of(v)  # kept in data too: the catalog knows it as a step key
             if k in _PROGRESS:
                 continue
             if isinstance(v, str):
