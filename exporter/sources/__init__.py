@@ -54,7 +54,7 @@ def make_parser(name: str) -> Parser:
 
 
 # ------------------------------------------------------------------ detection
-from .detect import detect_line, near_miss  # noqa: E402,F401
+from .detect import detect_format, detect_line, near_miss  # noqa: E402,F401
 
 
 def detect(lines, path: str | None = None) -> str | None:

@@ -110,7 +110,8 @@ class ArealParser(Parser):
 
 
 def _is_key(cell: str) -> bool:
-    """A stats key: one token, not a number, not a run of border characters."""
-    if not cell or " " in cell or set(cell) <= _BORDER_CHARS:
+    """A stats key: one token with a "/" (ppo_actor/..., timeperf/...), not a number, not a
+    run of border characters; so a rich table of completions is never read as stats."""
+    if not cell or " " in cell or "/" not in cell or set(cell) <= _BORDER_CHARS:
         return False
     return number(cell) is NOT_A_NUMBER

@@ -1,5 +1,5 @@
 """One parser for a file of unknown or mixed content: each line goes to the parser of the
-format `detect_line` finds in it, so a file that starts with hundreds of lines of Ray,
+format `detect_format` finds in it, so a file that starts with hundreds of lines of Ray,
 vLLM or NCCL noise, or interleaves several formats (Ray actors writing to one log), yields
 the frames of every format it holds.
 
@@ -11,7 +11,7 @@ the format of each frame it returned, `frameworks` the vocabulary of each.
 from __future__ import annotations
 
 from .base import Frame, Parser
-from .detect import detect_line
+from .detect import detect_format
 
 FORMAT = "auto"
 _CONTEXT = frozenset({"hf", "areal", "openrlhf"})  # parsers that read state from other lines
@@ -42,7 +42,7 @@ class AutoParser(Parser):
 
     def feed(self, line: str) -> list[Frame]:
         self.formats, self.frameworks = [], []
-        fmt = detect_line(line)
+        fmt = detect_format(line)
         out: list = []
         if fmt is None:
             used = False

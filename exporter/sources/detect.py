@@ -1,7 +1,9 @@
 """Which format a line belongs to, decided on its content wherever it sits in the file.
 
-`detect_line(line)` answers the format name or None (not a metric line of any known
-format). It is called on every line of an auto-detected file, so each test is a plain
+`detect_format(line)` answers the format name or None (not a metric line of any known
+format). `detect_line(line)` is the same without the auxiliary formats (veRL's validation
+dict prints, W&B's end-of-run summary): it picks the one parser a follower locks onto, and
+a veRL log prints its initial validation dict before its first step record. It is called on every line of an auto-detected file, so each test is a plain
 substring check before its regular expression. Rules are tried most specific first: an
 ms-swift dict is also a Python dict, a slime `step N: {...}` line also holds a dict, so
 the generic HF dict rule comes last.
@@ -26,12 +28,22 @@ _OPENRLHF = re.compile(r"Global step \d+: \{|global_step \d+, eval_metrics: \{")
 _POSTFIX = re.compile(r"\d+/\d+ \[[^\]]*?, [\w/.@-]+=[-+]?(?:\d|nan|inf)")
 _HF_KEYS = ("'loss': ", "'epoch': ", "'eval_", "'train_runtime': ", "'learning_rate': ",
             "'grad_norm': ", '"loss": ', '"epoch": ', '"eval_')
+# stats keys always have a "/" (ppo_actor/..., timeperf/...): a rich-printed table of
+# completions between TRL's dicts (│ prompt │ completion │ 1.0 │) is not a stats table
 _AREAL = re.compile(r"^\(AReaL\) |Train step \d+/\d+ done|[╒╘╞]═"
-                    r"|│\s*[^\s│]+\s*│\s*[-+]?(?:\d|nan|inf)")
-_ASCII_ROW = re.compile(r"^\s*\|\s*[^\s|]+\s*\|\s*[-+]?(?:\d|nan|inf)[^|]*\|")
+                    r"|│\s*[^\s│/]+/[^\s│]*\s*│\s*[-+]?(?:\d|nan|inf)")
+_ASCII_ROW = re.compile(r"^\s*\|\s*[^\s|/]+/[^\s|]*\s*\|\s*[-+]?(?:\d|nan|inf)[^|]*\|")
+
+
+AUXILIARY = frozenset({"verl_validation", "wandb"})
 
 
 def detect_line(line: str) -> str | None:
+    fmt = detect_format(line)
+    return None if fmt in AUXILIARY else fmt
+
+
+def detect_format(line: str) -> str | None:
     if "step:" in line and _VERL.search(line):
         return "verl_console"
     if "{" in line:
