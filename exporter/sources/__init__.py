@@ -12,7 +12,6 @@ format's parser (auto.py): for files of unknown or mixed content.
 from __future__ import annotations
 
 import os
-import re
 
 from . import (areal, hf, ms_swift, openrlhf, slime, spool, verl_console, verl_jsonl,
                verl_validation, wandb_summary)

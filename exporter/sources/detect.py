@@ -3,7 +3,9 @@
 `detect_format(line)` answers the format name or None (not a metric line of any known
 format). `detect_line(line)` is the same without the auxiliary formats (veRL's validation
 dict prints, W&B's end-of-run summary): it picks the one parser a follower locks onto, and
-a veRL log prints its initial validation dict before its first step record. It is called on every line of an auto-detected file, so each test is a plain
+a veRL log prints its initial validation dict before its first step record.
+
+Both are called on every line of an auto-detected file, so each test is a plain
 substring check before its regular expression. Rules are tried most specific first: an
 ms-swift dict is also a Python dict, a slime `step N: {...}` line also holds a dict, so
 the generic HF dict rule comes last.
