@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from .base import NOT_A_NUMBER, number
+from .openrlhf import STATUS_KEYS as _OPENRLHF_STATUS
 from .wandb_summary import ROW as _WANDB_ROW
 
 _SPOOL = re.compile(r'^\s*\{.*"spool":\s*1\b')
@@ -64,6 +65,9 @@ def detect_format(line: str) -> str | None:
                 return "miles" if _MILES_PREFIX.search(line) else "slime"
             if "validation metrics: {" in line:
                 return "verl_validation"
+        # OpenRLHF's early status dict: the bar's short names (glen, tlen, cri, k_coef)
+        if "{'" in line and any(k in line for k in _OPENRLHF_STATUS):
+            return "openrlhf"
         if ("{'" in line or '{"' in line) and any(k in line for k in _HF_KEYS):
             return "hf"
     elif "global_step/max_steps" in line:  # a dict pasted without its braces

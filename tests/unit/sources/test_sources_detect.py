@@ -211,3 +211,28 @@ def test_openrlhf_old_tqdm_postfix():
     assert [fmt for fmt, _ in got] == ["openrlhf"]
     assert got[0][1].data == {"pg": -0.156, "rm": 0.25, "ret": 0.25, "glen": 770, "tlen": 862,
                               "kl": 0, "act_lr": 2.03e-8}
+
+
+def test_openrlhf_bar_quoted_without_description_unwraps_torch_values():
+    # tests/data/real/openrlhf/shisa_v2_sft_bar_tensor_lr.log (train_sft, 2025)
+    line = ("# 14/2826 [17:16<36:13:38, 46.38s/it, gpt_loss=1.06, lr=tensor(5.3821e-07), "
+            "aux_loss=8.45]")
+    got = auto([line])
+    assert [fmt for fmt, _ in got] == ["openrlhf"]
+    assert got[0][1] == (None, {"gpt_loss": 1.06, "lr": 5.3821e-07, "aux_loss": 8.45})
+
+
+def test_openrlhf_early_status_dict():
+    # tests/data/real/openrlhf/issue91_train_epoch_bar_and_status_dict.log (2023-08)
+    bar, status = real_lines("openrlhf/issue91_train_epoch_bar_and_status_dict.log")[:2]
+    assert detect_format(status) == "openrlhf"
+    got = auto([bar, status])
+    # the bar was cut off by the reporter mid-postfix ("vals=0" may be "vals=0.28..."):
+    # it yields nothing rather than a wrong value
+    assert [fmt for fmt, _ in got] == ["openrlhf"]
+    step, data = got[0][1]
+    assert step is None
+    assert data["glen"] == 942.7006952991225 and data["k_coef"] == 0.01
+    assert set(data) == {"pg", "cri", "vals", "kl", "rm", "ret", "glen", "tlen", "k_coef"}
+    # an HF dict that shares a key is not taken for it
+    assert detect_format("{'loss': 0.5, 'kl': 0.01, 'epoch': 1.0}") == "hf"
