@@ -14,7 +14,7 @@ def add_arguments(p):
     p.add_argument("--format", default="auto",
                    help="auto (detect each line's format; default), verl_console, verl_jsonl, "
                         "verl_validation, hf, hf_state, ms_swift, openrlhf, slime, miles, areal, "
-                        "wandb, spool")
+                        "wandb, verl_config, megatron_args, spool")
     p.add_argument("--framework", default=None,
                    help="vocabulary to resolve keys with (default: the format's framework)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame per line")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from . import (areal, hf, ms_swift, openrlhf, slime, spool, verl_console, verl_jsonl,
-               verl_validation, wandb_summary)
+from . import (areal, config_dump, hf, ms_swift, openrlhf, slime, spool, verl_console,
+               verl_jsonl, verl_validation, wandb_summary)
 from .auto import AutoParser
 from .base import Frame, LineAssembler, Parser, clean  # noqa: F401
 
@@ -32,6 +32,8 @@ FORMATS: dict[str, type[Parser]] = {
     "ms_swift": ms_swift.MsSwiftParser,
     "wandb": wandb_summary.WandbSummaryParser,
     "verl_validation": verl_validation.VerlValidationParser,
+    "verl_config": config_dump.VerlConfigParser,
+    "megatron_args": config_dump.MegatronArgsParser,
 }
 ALIASES = {"verl": "verl_console", "trl": "hf", "trainer_state": "hf_state", "jsonl": "verl_jsonl",
            "swift": "ms_swift", "ms-swift": "ms_swift"}

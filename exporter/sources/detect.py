@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 
 from .base import NOT_A_NUMBER, number
+from .config_dump import ARGS_START as _ARGS_START
+from .config_dump import VERL_START as _VERL_CONFIG
 from .openrlhf import STATUS_KEYS as _OPENRLHF_STATUS
 from .wandb_summary import ROW as _WANDB_ROW
 
@@ -38,7 +40,7 @@ _AREAL = re.compile(r"^\(AReaL\) |Train step \d+/\d+ done|[╒╘╞]═"
 _ASCII_ROW = re.compile(r"^\s*\|\s*[^\s|/]+/[^\s|]*\s*\|\s*[-+]?(?:\d|nan|inf)[^|]*\|")
 
 
-AUXILIARY = frozenset({"verl_validation", "wandb"})
+AUXILIARY = frozenset({"verl_validation", "wandb", "verl_config", "megatron_args"})
 
 
 def detect_line(line: str) -> str | None:
@@ -50,6 +52,8 @@ def detect_format(line: str) -> str | None:
     if "step:" in line and _VERL.search(line):
         return "verl_console"
     if "{" in line:
+        if _VERL_CONFIG in line:  # the start-up config dump, before any record
+            return "verl_config"
         head = line.lstrip()[:1] == "{"
         if head and '"spool"' in line and _SPOOL.match(line):
             return "spool"
@@ -72,6 +76,8 @@ def detect_format(line: str) -> str | None:
             return "hf"
     elif "global_step/max_steps" in line:  # a dict pasted without its braces
         return "ms_swift"
+    if "arguments ---" in line and _ARGS_START.match(line):
+        return "megatron_args"
     if "wandb:" in line:
         m = _WANDB_ROW.search(line)
         if m and number(m.group(2)) is not NOT_A_NUMBER:  # not a "Run history" sparkline
