@@ -240,3 +240,22 @@ def test_openrlhf_early_status_dict():
     assert set(data) == {"pg", "cri", "vals", "kl", "rm", "ret", "glen", "tlen", "k_coef"}
     # an HF dict that shares a key is not taken for it
     assert detect_format("{'loss': 0.5, 'kl': 0.01, 'epoch': 1.0}") == "hf"
+
+
+def test_verl_validation_pprint_wrapped_over_lines_is_rejoined():
+    # tests/data/real/verl/play_verl_qwen2_7b_min_last_steps.log: the final validation string
+    # pprinted as four concatenated pieces behind the TaskRunner prefix, after step 140
+    got = [(fmt, f) for fmt, f in auto(clean_lines("verl/play_verl_qwen2_7b_min_last_steps.log"))
+           if fmt == "verl_validation"]
+    assert len(got) == 1
+    step, data = got[0][1]
+    assert step == 140
+    assert data == {"val-core/openai/gsm8k/reward/mean@1": 0.821076573161486,
+                    "val-aux/openai/gsm8k/reward/std@1": 0.0,
+                    "val-core/openai/gsm8k/reward/best@1/mean": 0.821076573161486,
+                    "val-aux/openai/gsm8k/reward/worst@1/mean": 0.821076573161486}
+
+
+def clean_lines(rel):
+    from exporter.sources import clean
+    return [clean(x) for x in real_lines(rel)]
