@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 HELP = ("parse trainer logs and show each frame: step, format, raw key/values and the "
@@ -11,8 +12,9 @@ HELP = ("parse trainer logs and show each frame: step, format, raw key/values an
 def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE", help="log files ('-' for stdin)")
     p.add_argument("--format", default="auto",
-                   help="auto (detect; default), verl_console, verl_jsonl, hf, hf_state, openrlhf, "
-                        "slime, miles, areal, spool")
+                   help="auto (detect each line's format; default), verl_console, verl_jsonl, "
+                        "verl_validation, hf, hf_state, ms_swift, openrlhf, slime, miles, areal, "
+                        "wandb, verl_config, megatron_args, spool")
     p.add_argument("--framework", default=None,
                    help="vocabulary to resolve keys with (default: the format's framework)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame per line")
@@ -31,8 +33,8 @@ def _jsonable(v):
 
 def run(args) -> int:
     from ..catalog import CATALOG, FRAMEWORKS
-    from ..sources import (DOCUMENT_FORMATS, LineAssembler, canonical_format, clean, detect,
-                           make_parser)
+    from ..sources import (DOCUMENT_FORMATS, LineAssembler, canonical_format, clean, make_parser,
+                           near_miss)
     try:
         fmt_arg = canonical_format(args.format)
     except ValueError as e:
@@ -53,19 +55,14 @@ def run(args) -> int:
             continue
         lines = text.split("\n")
         fmt = fmt_arg
-        if fmt == "auto":
-            fmt = detect(lines[:2000], path=path) or detect(lines, path=path)
-            if fmt is None:
-                print(f"rl-exporter parse: {path}: no known metrics format found "
-                      "(try --format NAME)", file=sys.stderr)
-                status = 1
-                continue
+        if fmt == "auto" and os.path.basename(path) == "trainer_state.json":
+            fmt = "hf_state"
         parser = make_parser(fmt)
+        # (line number, frame, format, framework) per frame
+        frames: list = []
         if fmt in DOCUMENT_FORMATS:
-            frames = [(None, f) for f in parser.feed_document(text)]
-            rejected, skipped = parser.rejected, parser.skipped
+            frames = [(None, f, fmt, parser.framework) for f in parser.feed_document(text)]
         else:
-            frames = []
             asm = LineAssembler()
             n, open_line = 0, 0
             for n, line in enumerate(lines[:-1] if text.endswith("\n") else lines, 1):
@@ -73,38 +70,63 @@ def run(args) -> int:
                 body = asm.feed(clean(line.rstrip("\r")))
                 got = parser.feed(body) if body is not None else []
                 if got:  # frames of the record opened at open_line (or this line)
-                    frames.extend((open_line if was_open else n, f) for f in got)
+                    at = open_line if was_open else n
+                    frames.extend((at, f, fm, fw) for f, fm, fw in _tagged(parser, got))
                 if (parser.pending or asm.pending) and (got or not was_open):
                     open_line = n
-            frames.extend((open_line, f) for f in parser.flush())
-            rejected, skipped = parser.rejected, parser.skipped
-        framework = args.framework or _framework(fmt, text)
+            got = parser.flush()
+            frames.extend((open_line, f, fm, fw) for f, fm, fw in _tagged(parser, got))
+        rejected, skipped = parser.rejected, parser.skipped
+        if not frames and fmt_arg == "auto":
+            hint = near_miss(clean(line) for line in lines)
+            msg = f"rl-exporter parse: {path}: no known metrics format found"
+            if hint:
+                near_fmt, near_no, near_line = hint
+                msg += (f"; closest: {near_fmt}, line {near_no}: {near_line.strip()[:160]!r} "
+                        f"(not in the {near_fmt} shape; try --format {near_fmt})")
+            else:
+                msg += " (try --format NAME)"
+            print(msg, file=sys.stderr)
+            status = 1
+            continue
+        spool_fw = _framework(fmt, text) if fmt == "spool" else None
         cache: dict = {}
-        for line_no, fr in frames:
+        formats: dict = {}
+        for line_no, fr, fr_fmt, fr_fw in frames:
             total += 1
+            formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
+            framework = args.framework or spool_fw or fr_fw
             series = {}
             for k in fr.data:
-                r = cache.get(k)
+                r = cache.get((k, framework))
                 if r is None:
-                    r = cache[k] = CATALOG.resolve(k, framework)
+                    r = cache[(k, framework)] = CATALOG.resolve(k, framework)
                 series[k] = r
             if args.json:
                 print(json.dumps({
-                    "file": path, "line": line_no, "format": fmt, "framework": framework,
+                    "file": path, "line": line_no, "format": fr_fmt, "framework": framework,
                     "step": fr.step, "data": {k: _jsonable(v) for k, v in fr.data.items()},
                     "series": {k: _series(r) for k, r in series.items()}},
                     ensure_ascii=False, allow_nan=False))
             else:
                 where = f"{path}:{line_no}" if line_no else path
-                print(f"{where} step={fr.step} format={fmt} framework={framework}")
+                print(f"{where} step={fr.step} format={fr_fmt} framework={framework}")
                 for k, v in fr.data.items():
                     print(f"  {k} = {v!r} -> {_describe(series[k])}")
-        summary = {"file": path, "format": fmt, "frames": len(frames),
+        summary = {"file": path, "format": fmt, "frames": len(frames), "formats": formats,
                    "rejected": dict(rejected), "skipped_lines": skipped}
         print(("rl-exporter parse: " + json.dumps(summary)), file=sys.stderr)
     if total == 0 and status == 0:
         status = 1
     return status
+
+
+def _tagged(parser, frames):
+    """(frame, format, framework) for frames a parser returned; the auto parser says per frame."""
+    fmts = getattr(parser, "formats", None)
+    if parser.format == "auto" and fmts is not None and len(fmts) == len(frames):
+        return zip(frames, fmts, parser.frameworks)
+    return ((f, parser.format, parser.framework) for f in frames)
 
 
 def _framework(fmt: str, text: str) -> str:

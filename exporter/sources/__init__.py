@@ -5,13 +5,17 @@ sidecar that feeds all of them into exporters (sidecar.py). See docs/sidecar.md.
     from exporter.sources import make_parser, detect
     p = make_parser("verl_console")
     frames = p.feed("step:1 - actor/entropy:0.5") + p.flush()
+
+`make_parser("auto")` detects the format of every line (detect.py) and hands it to that
+format's parser (auto.py): for files of unknown or mixed content.
 """
 from __future__ import annotations
 
 import os
-import re
 
-from . import areal, hf, openrlhf, slime, spool, verl_console, verl_jsonl
+from . import (areal, config_dump, hf, ms_swift, openrlhf, slime, spool, verl_console,
+               verl_jsonl, verl_validation, wandb_summary)
+from .auto import AutoParser
 from .base import Frame, LineAssembler, Parser, clean  # noqa: F401
 
 # format name -> (parser class, the catalog framework its keys belong to)
@@ -25,8 +29,14 @@ FORMATS: dict[str, type[Parser]] = {
     "miles": slime.MilesParser,
     "areal": areal.ArealParser,
     "spool": spool.SpoolParser,
+    "ms_swift": ms_swift.MsSwiftParser,
+    "wandb": wandb_summary.WandbSummaryParser,
+    "verl_validation": verl_validation.VerlValidationParser,
+    "verl_config": config_dump.VerlConfigParser,
+    "megatron_args": config_dump.MegatronArgsParser,
 }
-ALIASES = {"verl": "verl_console", "trl": "hf", "trainer_state": "hf_state", "jsonl": "verl_jsonl"}
+ALIASES = {"verl": "verl_console", "trl": "hf", "trainer_state": "hf_state", "jsonl": "verl_jsonl",
+           "swift": "ms_swift", "ms-swift": "ms_swift"}
 DOCUMENT_FORMATS = frozenset({"hf_state"})
 
 
@@ -38,29 +48,14 @@ def canonical_format(name: str) -> str:
 
 
 def make_parser(name: str) -> Parser:
-    return FORMATS[canonical_format(name)]()
+    name = canonical_format(name)
+    if name == "auto":
+        return AutoParser(make_parser)
+    return FORMATS[name]()
 
 
 # ------------------------------------------------------------------ detection
-_SNIFF = [
-    ("spool", re.compile(r'^\{.*"spool":\s*1\b')),
-    ("verl_jsonl", re.compile(r'^\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')),
-    ("verl_console", re.compile(r"(?:^|\s)step:-?\d+ - [^\s:]+:\S")),
-    ("miles", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [^\]]+\] \S+:\d+ - .*?"
-                         r"(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{")),
-    ("slime", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] \S+:\d+ - .*?"
-                         r"(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{")),
-    ("openrlhf", re.compile(r"Global step \d+: \{|global_step \d+, eval_metrics: \{")),
-    ("areal", re.compile(r"^\(AReaL\) |^[╒│].*[│╕]$")),
-    ("hf", re.compile(r"\{'(?:loss|epoch|eval_\w+|learning_rate|train_runtime|grad_norm)': ")),
-]
-
-
-def detect_line(line: str) -> str | None:
-    for name, rx in _SNIFF:
-        if rx.search(line):
-            return name
-    return None
+from .detect import detect_format, detect_line, near_miss  # noqa: E402,F401
 
 
 def detect(lines, path: str | None = None) -> str | None:
@@ -75,7 +70,7 @@ def detect(lines, path: str | None = None) -> str | None:
             votes[name] = votes.get(name, 0) + 1
     if not votes:
         return None
-    order = [n for n, _ in _SNIFF]
+    order = list(FORMATS)
     return max(votes, key=lambda n: (votes[n], -order.index(n)))
 
 

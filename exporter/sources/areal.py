@@ -11,6 +11,12 @@ pairs:
 Each table is one frame; its step is AReaL's backend step (the 1-based `Train step N`
 minus one, as AReaL logs to W&B/TensorBoard). ASCII `grid`/`github` tables (`|`, `+---+`)
 are read too; a table ends at its bottom border or the first line that is not part of it.
+
+Tables of earlier releases (the realhf master worker) arrive behind Ray prefixes and with
+colour codes whose ESC byte was lost on the way (`[36m(MasterWorker pid=11559) [0m │ ...`),
+sometimes with a row split over two lines or cut at either end. So a table line is any line
+holding `│`; its key/value pairs are read wherever a key-like cell (no spaces, not a number)
+is followed by a number cell, whatever precedes the first `│` or shifts the columns.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ FRAMEWORK = "areal"
 
 _TRAIN_STEP = re.compile(r"Train step (\d+)/\d+ done")
 _PREFIX = re.compile(r"^\(AReaL\) \S+ \S+ \w+: ?")
+_MAX_GAP = 200
 _BORDER_CHARS = set("╒╞╘├╤╪╧┼═─╕╡╛┤+-|:= ")
 
 
@@ -34,6 +41,8 @@ class ArealParser(Parser):
         super().__init__()
         self.step = None
         self._rows: dict | None = None
+        self._fancy = False  # the open table began with a fancy_grid top border
+        self._gap = 0        # non-table lines seen inside it
 
     @property
     def pending(self) -> bool:
@@ -44,23 +53,31 @@ class ArealParser(Parser):
         if s.startswith("(AReaL)"):
             s = _PREFIX.sub("", s, count=1)
         s = s.strip()
-        if s[:1] in ("│", "|") and s[-1:] in ("│", "|"):
+        if "╒" in s:  # a new table: the previous one ended without its bottom border
+            out = self.flush()
+            self._rows = {}
+            self._fancy = True
+            return out
+        if "╘" in s:
+            if "│" in s and self._rows is not None:
+                self._row(s)
+            return self.flush()
+        if "│" in s or (s[:1] == "|" and s[-1:] == "|"):
             if self._rows is None:
                 self._rows = {}
             self._row(s)
             return []
-        if s and s[0] in "╒╞╘├+" and set(s) <= _BORDER_CHARS:
-            if s[0] == "╒" and self._rows is not None:  # a new table without a closing border
-                out = self.flush()
-                self._rows = {}
-                return out
+        if s and s[0] in "╞├+" and set(s) <= _BORDER_CHARS:
             if self._rows is None:
                 self._rows = {}
-            if s[0] == "╘":
-                return self.flush()
+            return []
+        m = _TRAIN_STEP.search(s)
+        if self._fancy and m is None and self._gap < _MAX_GAP:
+            # other Ray actors' lines interleave inside a bordered table: it ends at its border
+            self._gap += 1
+            self.skipped += 1
             return []
         out = self.flush() if self._rows is not None else []
-        m = _TRAIN_STEP.search(s)
         if m:
             self.step = int(m.group(1)) - 1
         else:
@@ -68,25 +85,33 @@ class ArealParser(Parser):
         return out
 
     def _row(self, s: str) -> None:
-        cells = [c.strip() for c in re.split(r"[│|]", s)[1:-1]]
-        for i in range(0, len(cells) - 1, 2):
+        cells = [c.strip() for c in s.split("│" if "│" in s else "|")]
+        i, n = 0, len(cells) - 1
+        while i < n:
             k, v = cells[i], cells[i + 1]
-            if not k and not v:
-                continue
-            if not k or set(k) <= set("-=:"):
-                continue  # github-style separator row
-            val = number(v)
-            if val is NOT_A_NUMBER:
-                if v:
-                    self.rejected["malformed_value"] += 1
-                continue
-            self._rows[k] = val
+            if _is_key(k):
+                val = number(v)
+                if val is not NOT_A_NUMBER:
+                    self._rows[k] = val
+                    i += 2
+                    continue
+            i += 1
 
     def flush(self) -> list[Frame]:
         rows, self._rows = self._rows, None
+        self._fancy, self._gap = False, 0
         if not rows:
             return []
         return [Frame(self.step, rows)]
 
     def reset(self) -> None:
         self._rows = None
+        self._fancy, self._gap = False, 0
+
+
+def _is_key(cell: str) -> bool:
+    """A stats key: one token with a "/" (ppo_actor/..., timeperf/...), not a number, not a
+    run of border characters; so a rich table of completions is never read as stats."""
+    if not cell or " " in cell or "/" not in cell or set(cell) <= _BORDER_CHARS:
+        return False
+    return number(cell) is NOT_A_NUMBER

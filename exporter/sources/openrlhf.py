@@ -5,7 +5,12 @@
   eval_metrics: {...}`;
 - tqdm postfix: `Episode [1/20]:  50%|█████ | 5/10 [01:00<01:00, 12.0s/it, act_loss=-0.0012,
   reward=0.5, gen_len=412]` (the short names of the status dict). Postfix frames take the
-  last logged global step (the bar's own count is per episode).
+  last logged global step (the bar's own count is per episode). A bar quoted without its
+  description (`14/2826 [17:16<36:13:38, 46.38s/it, gpt_loss=1.06, lr=tensor(5.38e-07)]`)
+  is read too; torch reprs are unwrapped;
+- the status dict early releases (2023) printed after each PPO update, with the short
+  names of the bar: `{'pg': -0.0078, 'cri': 0.0099, 'vals': 0.28, 'kl': -0.0015, 'rm': 0.38,
+  'ret': 0.39, 'glen': 942.7, 'tlen': 1071.2, 'k_coef': 0.01}`. It carries no step either.
 """
 from __future__ import annotations
 
@@ -18,7 +23,10 @@ FRAMEWORK = "openrlhf"
 
 _STEP = re.compile(r"Global step (\d+): (\{.*\})\s*$")
 _EVAL = re.compile(r"global_step (\d+), eval_metrics: (\{.*\})\s*$")
-_POSTFIX = re.compile(r"\| *\d+/\d+ \[[^\]]*?, ((?:[\w/.@-]+=[^,\]]*(?:, )?)+)\]\s*$")
+_POSTFIX = re.compile(r"(?:^|[|#\s])\s*\d+/\d+ \[[^\]]*?, ((?:[\w/.@-]+=[^,\]]*(?:, )?)+)\]\s*$")
+# the early status dict: a bare dict holding the bar's short names
+_STATUS = re.compile(r"(\{'(?:pg|policy_loss|act_loss)': .*\})\s*$")
+STATUS_KEYS = ("'glen': ", "'tlen': ", "'k_coef': ", "'cri': ")
 
 
 class OpenRLHFParser(Parser):
@@ -41,7 +49,16 @@ class OpenRLHFParser(Parser):
                     self.rejected["malformed_value"] += bad
                 self.last_step = int(m.group(1))
                 return [Frame(self.last_step, data)]
-        if "=" in line and "|" in line:
+            m = _STATUS.search(line)
+            if m and any(k in line for k in STATUS_KEYS):
+                data, bad = parse_pydict(m.group(1))
+                if data is None:
+                    self.rejected["malformed"] += 1
+                    return []
+                if bad:
+                    self.rejected["malformed_value"] += bad
+                return [Frame(self.last_step, data)]
+        if "=" in line and "/" in line:
             m = _POSTFIX.search(line)
             if m:
                 data = {}

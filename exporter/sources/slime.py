@@ -5,7 +5,8 @@
     [2026-08-21 17:15:02] rollout.py:120 - perf 3: {'perf/rollout_time': 41.2, ...}
 
 kind is one of step, rollout, perf, eval, multi_turn, passrate; n is the train step
-(step) or the rollout id (others); the frame's step is n.
+(step) or the rollout id (others); the frame's step is n. Whatever precedes the kind (a Ray
+actor prefix, another logger's format) is ignored.
 """
 from __future__ import annotations
 
@@ -16,18 +17,59 @@ from .base import Frame, Parser, parse_pydict
 FORMAT = "slime"
 MILES_FORMAT = "miles"
 
-_MSG = re.compile(r"(?:^|[\s\]-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
+_MSG = re.compile(r"(?:^|[\s\]:-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
 KINDS = ("step", "rollout", "perf", "eval", "multi_turn", "passrate")
 
 
+_OPEN = re.compile(r"(?:^|[\s\]:-])(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{['\"]")
+_MAX_WRAPPED = 16  # lines a hard-wrapped dict may span
+
+
 class SlimeParser(Parser):
+    """A dict the terminal (or a paste) broke over several lines is rejoined: a record line
+    whose dict is not closed stays open, and the next lines are appended as they are
+    (the break can fall inside a number) until one closes it."""
+
     format = FORMAT
     framework = "slime"
 
+    def __init__(self):
+        super().__init__()
+        self._open: list[str] | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self._open is not None
+
     def feed(self, line: str) -> list[Frame]:
+        if self._open is not None:
+            if _OPEN.search(line) is None and len(self._open) < _MAX_WRAPPED:
+                self._open.append(line)
+                if line.rstrip().endswith("}"):
+                    return self._record("".join(self._open))
+                return []
+            out = self.flush()
+            return out + self.feed(line)
         if ": {" not in line:
             self.skipped += 1
             return []
+        if not line.rstrip().endswith("}") and _OPEN.search(line):
+            self._open = [line]
+            return []
+        return self._record(line)
+
+    def flush(self) -> list[Frame]:
+        if self._open is None:
+            return []
+        self._open = None
+        self.rejected["unclosed_dict"] += 1
+        return []
+
+    def reset(self) -> None:
+        self._open = None
+
+    def _record(self, line: str) -> list[Frame]:
+        self._open = None
         m = _MSG.search(line)
         if m is None:
             self.skipped += 1
