@@ -32,6 +32,7 @@ ZERO_STD = "the framework logs the tied-group fraction (TRL frac_reward_zero_std
 ABORTED = "the framework logs aborted samples (veRL response/aborted_ratio)"
 RUN_THROUGHPUT = "the framework logs whole-run tokens/s or a token counter (AReaL, TRL num_tokens)"
 FLOPS = "the framework logs achieved FLOP/s (AReaL, slime perf/*_tflops)"
+NEXT_LR = "the framework logs the LR left for the next update (OpenRLHF, slime/Miles, posttrain PPO)"
 REWARD_STD = "the framework logs the reward standard deviation (TRL reward_std, veRL std stats)"
 SKIP_REASON = "an update was skipped (posttrain optim/skip_reason); healthy runs never fill it"
 ERRORS = "the exporter hit an internal error (healthy: never)"

@@ -4,7 +4,7 @@ guide, the symptom, what to check first, what to check next."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, CRITIC, ENTROPY_LOSS, GPU, RATE, REWARD_STD, ZERO_STD, mean, q, sel,
+from .common import (ABORTED, CRITIC, ENTROPY_LOSS, GPU, NEXT_LR, RATE, REWARD_STD, ZERO_STD, mean, q, sel,
                      text, ts)
 from .model import Dashboard, Row
 
@@ -53,7 +53,7 @@ ROWS = [
         ts("Check next: learning rate", "Policy learning rate in use.",
            "follows the configured warmup/decay schedule (seed 001 section 2.6).",
            q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
-           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}"),
+           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}", gate=NEXT_LR),
            unit="sci", min=0, width=W),
     ]),
     Row("Eval flat while reward rises", [

@@ -4,7 +4,7 @@ GRPO groups, optimizer outcome, timing, throughput, MFU, GPU summary."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, EVAL_LOSS, FLOPS, GPU, RATE,
+from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, EVAL_LOSS, FLOPS, GPU, NEXT_LR, RATE,
                      REFERENCE_KL, RUN_THROUGHPUT, SKIP_REASON, TIMER, TOTAL_LOSS, ZERO_STD,
                      bars, hist_heatmap, mean, q, qi, sel, stat, table, timeline, ts)
 from .model import Dashboard, Row
@@ -149,7 +149,7 @@ ROWS = [
            "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
            "flat when it should move, or suddenly 0, is a configuration bug.",
            q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
-           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}"),
+           q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}", gate=NEXT_LR),
            unit="sci", min=0, width=8),
         ts("KL coefficient",
            "The KL coefficient (beta) in use.",
