@@ -1,0 +1,89 @@
+"""`rl-exporter doctor`: backfill a log into a scratch TSDB, evaluate the shipped rules
+there with a real Prometheus, and report what fired, when, and what to check next."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from . import backfill as bf
+from . import evaluate as evmod
+from . import report
+from . import rules as rulesmod
+from . import tools
+
+
+@dataclass
+class Outcome:
+    backfill: object
+    evaluation: object
+    ruleset: object
+    runbook: dict
+    images: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+
+
+def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
+           rules: list[str] | None = None, runbook_path: str | None = None,
+           html: bool = False, eval_interval: float = 60.0, keep: str | None = None,
+           **backfill_kw) -> Outcome:
+    tools.find("promtool")
+    tools.find("prometheus")
+    ruleset = rulesmod.load(rules)
+    if html:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError as e:
+            raise rulesmod.RulesError("--html needs matplotlib: pip install "
+                                      "'rl-exporter[report]'") from e
+    runbook = rulesmod.runbook(runbook_path)
+    work = keep or tempfile.mkdtemp(prefix="rlx-doctor-")
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, "data")
+    run = run or _run_name(paths[0])
+    t0 = time.perf_counter()
+    try:
+        res = bf.backfill(paths, run, data, fmt=fmt, **backfill_kw)
+        t1 = time.perf_counter()
+        prom = tools.Prometheus(data, work).start()
+        try:
+            ev = evmod.evaluate(prom, ruleset, res, runbook, work, eval_interval=eval_interval)
+            out = Outcome(res, ev, ruleset, runbook)
+            if html:
+                t2 = time.perf_counter()
+                for title, names, shade in report.panels(res, ev, ruleset):
+                    series = report.fetch(prom, res, names)
+                    if series:
+                        out.images.append((title, report.render_png(title, series, res, ev,
+                                                                    shade)))
+                out.timings["report"] = time.perf_counter() - t2
+        finally:
+            prom.stop()
+        out.timings.update(parse_render=res.timings["parse_render"], blocks=res.timings["blocks"],
+                           **ev.timings)
+        out.timings["total"] = time.perf_counter() - t0
+        return out
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_name(path: str) -> str:
+    """The spool's own run label, else the log's file name."""
+    import json
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for _, line in zip(range(50), fh):
+                if line.startswith("{") and '"run"' in line:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(rec, dict) and isinstance(rec.get("run"), str) and rec["run"]:
+                        return rec["run"]
+    except OSError:
+        pass
+    base = os.path.basename(path)
+    return base.split(".", 1)[0] or "run"

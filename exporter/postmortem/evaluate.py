@@ -1,0 +1,160 @@
+"""Evaluate the shipped rules over backfilled blocks with a real Prometheus.
+
+1. Prometheus serves the blocks (retention unbounded, loopback, no targets).
+2. Recording rules, layer by layer (a rule reading another's output after it), go through
+   `promtool tsdb create-blocks-from rules` against that Prometheus; their blocks join the
+   data and Prometheus restarts on them.
+3. Each alert's expression is a range query over the run at the rule's evaluation
+   interval (the group's, else --eval-interval); an output series is pending from its
+   first point and fires once it has been present at every evaluation for the alert's
+   `for:` (Prometheus's own alert state machine; the PromQL is all Prometheus's).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+from . import rules as rulesmod
+from . import tools
+
+log = logging.getLogger("rl_exporter.doctor")
+MAX_POINTS = 10_000  # Prometheus refuses range queries over 11,000 points per series
+# Series that give an alert context (a join, a step guard) but are no symptom by themselves:
+# an alert reading nothing else has no data in a log.
+CONTEXT = frozenset({"rl_run_info", "rl_training_step"})
+
+
+@dataclass
+class Finding:
+    alert: str
+    severity: str
+    labels: dict
+    start: float          # first evaluation at which it fired
+    end: float            # last evaluation at which it was still active
+    value: float          # the expression's value when it fired
+    step: object
+    summary: str
+    next: str
+    order: int            # runbook order
+
+
+@dataclass
+class Evaluation:
+    findings: list = field(default_factory=list)
+    checks: list = field(default_factory=list)        # alert names evaluated
+    no_data: list = field(default_factory=list)       # alerts none of whose series the log has
+    present: set = field(default_factory=set)         # series names in the blocks
+    timings: dict = field(default_factory=dict)
+    eval_interval: float = 60.0
+    rule_files: list = field(default_factory=list)
+
+
+def _write_rules(path: str, layer: list) -> None:
+    import yaml
+    groups: dict = {}
+    for r in layer:
+        g = groups.setdefault((r.group, r.interval), [])
+        g.append({"record": r.record, "expr": r.expr})
+    doc = {"groups": [dict({"name": f"{name}-{i}", "rules": rs},
+                           **({"interval": f"{int(iv)}s"} if iv else {}))
+                      for i, ((name, iv), rs) in enumerate(groups.items())]}
+    with open(path, "w") as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+
+
+def backfill_recording_rules(prom: tools.Prometheus, ruleset, start: float, end: float,
+                             interval: float, workdir: str) -> None:
+    promtool = tools.find("promtool")
+    for i, layer in enumerate(rulesmod.layers(ruleset.recording)):
+        path = os.path.join(workdir, f"recording-{i}.yaml")
+        _write_rules(path, layer)
+        out = os.path.join(workdir, f"recording-{i}")
+        tools.run([promtool, "tsdb", "create-blocks-from", "rules", "-q",
+                   f"--start={int(start)}", f"--end={int(end) + 1}", f"--url={prom.url}",
+                   f"--output-dir={out}", f"--eval-interval={int(interval)}s", path],
+                  "promtool tsdb create-blocks-from rules")
+        prom.stop()
+        for name in os.listdir(out) if os.path.isdir(out) else ():
+            if os.path.isdir(os.path.join(out, name, "chunks")) or \
+                    os.path.exists(os.path.join(out, name, "meta.json")):
+                shutil.move(os.path.join(out, name), os.path.join(prom.data_dir, name))
+        prom.start()
+
+
+def series_names(prom: tools.Prometheus) -> set[str]:
+    return set(prom.api("/api/v1/label/__name__/values", {}, post=False))
+
+
+def query_range(prom, expr: str, start: float, end: float, step: float) -> dict:
+    """{label tuple: [(t, v), ...]} over [start, end] on the grid start + k*step."""
+    out: dict = {}
+    t = start
+    span = step * (MAX_POINTS - 1)
+    while t <= end:
+        stop = min(end, t + span)
+        data = prom.api("/api/v1/query_range",
+                        {"query": expr, "start": f"{t:.3f}", "end": f"{stop:.3f}",
+                         "step": f"{step:g}"})
+        for s in data.get("result", []):
+            key = tuple(sorted(s["metric"].items()))
+            out.setdefault(key, []).extend((float(a), float(b)) for a, b in s["values"])
+        t = stop + step
+    return out
+
+
+def firing_intervals(points: list[tuple[float, float]], step: float, for_s: float):
+    """[(fired_at, value_then, last_active)] for one output series of an alert expression."""
+    out = []
+    run_start = prev = None
+    fired = None
+    for t, v in points:
+        if prev is None or t - prev > step * 1.5:  # absent at an evaluation: back to inactive
+            if fired is not None:
+                out.append((fired[0], fired[1], prev))
+            run_start, fired = t, None
+        if fired is None and t - run_start >= for_s - 1e-6:
+            fired = (t, v)
+        prev = t
+    if fired is not None:
+        out.append((fired[0], fired[1], prev))
+    return out
+
+
+def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir: str,
+             eval_interval: float = 60.0) -> Evaluation:
+    ev = Evaluation(eval_interval=eval_interval, rule_files=list(ruleset.files))
+    start, end = backfilled.start, backfilled.end
+    t0 = time.perf_counter()
+    if ruleset.recording:
+        backfill_recording_rules(prom, ruleset, start, end, eval_interval, workdir)
+    ev.timings["recording_rules"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ev.present = series_names(prom)
+    record_inputs = {r.record: rulesmod.metric_names(r.expr, ev.present) for r in ruleset.recording}
+    for a in ruleset.alerts:
+        ev.checks.append(a.name)
+        reads = rulesmod.metric_names(a.expr, ev.present | set(record_inputs))
+        raw = set()
+        for n in reads:
+            raw |= record_inputs.get(n, {n})
+        raw = {n for n in raw if n in ev.present and n not in CONTEXT}
+        if not raw:
+            ev.no_data.append(a.name)
+            continue
+        step = a.interval or eval_interval
+        section = runbook.get(a.anchor)
+        for key, points in query_range(prom, a.expr, start, end, step).items():
+            labels = dict(key)
+            for fired, value, last in firing_intervals(points, step, a.for_s):
+                ev.findings.append(Finding(
+                    alert=a.name, severity=a.severity, labels=labels, start=fired, end=last,
+                    value=value, step=backfilled.step_at(fired),
+                    summary=a.annotations.get("summary", ""),
+                    next=rulesmod.next_check(section),
+                    order=section["order"] if section else 10_000))
+    ev.findings.sort(key=lambda f: (f.start, f.order))
+    ev.timings["alert_queries"] = time.perf_counter() - t1
+    return ev
