@@ -36,6 +36,9 @@ def add_common(p):
                    help="the exporter kept serving the last values until this time (a hung "
                         "trainer): RFC 3339, Unix seconds, or +DURATION after the last frame "
                         "(e.g. +30m)")
+    p.add_argument("--scrape-interval", type=float, default=30.0,
+                   help="between frames, repeat the last values every S seconds as a live "
+                        "scrape would (default 30; 0: one sample per frame)")
     p.add_argument("--algorithm", default=None, help="rl_run_info algorithm label")
     p.add_argument("--model", default=None, help="rl_run_info model label")
 
@@ -47,7 +50,8 @@ def run(args) -> int:
     try:
         res = bf.backfill(args.logs, args.run, args.out, fmt=args.format,
                           step_seconds=args.step_seconds, clock=args.clock, start=args.start,
-                          until=args.until, algorithm=args.algorithm, model=args.model)
+                          until=args.until, algorithm=args.algorithm, model=args.model,
+                          scrape_interval=args.scrape_interval)
     except ToolMissing as e:
         print(f"rl-exporter backfill: {e}", file=sys.stderr)
         return 3

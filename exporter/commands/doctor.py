@@ -41,7 +41,8 @@ def run(args) -> int:
                      runbook_path=args.runbook, html=bool(args.html),
                      eval_interval=args.eval_interval, keep=args.keep,
                      step_seconds=args.step_seconds, clock=args.clock, start=args.start,
-                     until=args.until, algorithm=args.algorithm, model=args.model)
+                     until=args.until, algorithm=args.algorithm, model=args.model,
+                     scrape_interval=args.scrape_interval)
     except ToolMissing as e:
         print(f"rl-exporter doctor: {e}", file=sys.stderr)
         return 3

@@ -20,8 +20,10 @@ from .replay import Replay
 
 log = logging.getLogger("rl_exporter.backfill")
 
-MAX_GAP = 240.0     # seconds between samples before the gap is filled (lookback is 5 min)
-FILL_EVERY = 60.0   # a live exporter keeps serving its last values: so does the backfill
+# Between frames a live exporter keeps serving its last values and Prometheus keeps scraping
+# them: the backfill writes the same render every scrape interval, so rate() windows, the
+# 5 min lookback and avg_over_time see what they would have seen live.
+SCRAPE_INTERVAL = 30.0
 PRESCAN_FRAMES = 64
 
 
@@ -109,7 +111,8 @@ def _prescan(path: str, fmt: str, durations) -> tuple[list, float]:
 def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
              step_seconds: float = 60.0, clock: str = "auto", start: str | None = None,
              until: str | None = None, algorithm: str | None = None, model: str | None = None,
-             progress: bool | None = None, keep_openmetrics: str | None = None) -> Result:
+             progress: bool | None = None, keep_openmetrics: str | None = None,
+             scrape_interval: float = SCRAPE_INTERVAL) -> Result:
     promtool = tools.find("promtool")  # before any work: a missing engine is the first thing said
     t_begin = time.perf_counter()
     fmts = [logs.sniff(p, fmt) for p in paths]
@@ -154,8 +157,8 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
                                         f"{replay.framework}: backfill it with another --run")
                 d = durations.of(fr.data, replay.framework)
                 t = clk.at(line_ts, d, fr.step)
-                if last_lines is not None and t - last_t > MAX_GAP:
-                    _fill(blocks, last_lines, last_t, t)
+                if last_lines is not None and t - last_t > scrape_interval:
+                    _fill(blocks, last_lines, last_t, t, scrape_interval)
                 replay.apply(fr.data, fr.step, t)
                 last_lines = replay.render()
                 blocks.write(t, last_lines)
@@ -176,7 +179,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         stop = parse_time(until, relative_to=res.last_frame) if until else None
         if stop is not None and stop > last_t:
             # the trainer stopped logging but its exporter kept serving (a hang, not a crash)
-            _fill(blocks, last_lines, last_t, stop + 1e-3)
+            _fill(blocks, last_lines, last_t, stop + 1e-3, scrape_interval)
             res.end = stop
         blocks.close()
         res.series = replay.series
@@ -198,8 +201,11 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
     return res
 
 
-def _fill(blocks: BlockFiles, lines: list[str], t_from: float, t_to: float) -> None:
-    t = t_from + FILL_EVERY
+def _fill(blocks: BlockFiles, lines: list[str], t_from: float, t_to: float,
+          every: float) -> None:
+    if every <= 0:
+        return
+    t = t_from + every
     while t < t_to - 1e-3:
         blocks.write(t, lines)
-        t += FILL_EVERY
+        t += every

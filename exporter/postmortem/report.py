@@ -144,6 +144,8 @@ def fetch(prom, res, names: list[str]) -> list[tuple[str, list, list]]:
     series = []
     for n in names:
         got = query_range(prom, f'{n}{{run="{res.run}"}}', res.start, res.end, step)
+        means = {k: v for k, v in got.items() if "stat" not in dict(k)}
+        got = means or got  # the mean tells the story; min/max only when there is no mean
         for key, pts in sorted(got.items(), key=lambda kv: _labels(dict(kv[0]))):
             lab = _labels(dict(key))
             series.append((n + (f"{{{lab}}}" if lab else ""), [p[0] for p in pts],
