@@ -36,9 +36,9 @@ def add_common(p):
                    help="the exporter kept serving the last values until this time (a hung "
                         "trainer): RFC 3339, Unix seconds, or +DURATION after the last frame "
                         "(e.g. +30m)")
-    p.add_argument("--scrape-interval", type=float, default=30.0,
+    p.add_argument("--scrape-interval", type=float, default=60.0,
                    help="between frames, repeat the last values every S seconds as a live "
-                        "scrape would (default 30; 0: one sample per frame)")
+                        "scrape would (default 60, Prometheus's; 0: one sample per frame)")
     p.add_argument("--algorithm", default=None, help="rl_run_info algorithm label")
     p.add_argument("--model", default=None, help="rl_run_info model label")
 

@@ -23,7 +23,7 @@ log = logging.getLogger("rl_exporter.backfill")
 # Between frames a live exporter keeps serving its last values and Prometheus keeps scraping
 # them: the backfill writes the same render every scrape interval, so rate() windows, the
 # 5 min lookback and avg_over_time see what they would have seen live.
-SCRAPE_INTERVAL = 30.0
+SCRAPE_INTERVAL = 60.0  # Prometheus's default scrape_interval
 PRESCAN_FRAMES = 64
 
 
@@ -137,7 +137,18 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
     clk = clockmod.Clock(kind, t0, step_seconds)
     work = tempfile.mkdtemp(prefix="rlx-backfill-")
     om_dir = keep_openmetrics or os.path.join(work, "om")
-    blocks = BlockFiles(om_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    block_time = [0.0]
+
+    def make_block(path: str) -> None:
+        tb = time.perf_counter()
+        tools.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", path, out_dir],
+                  "promtool tsdb create-blocks-from openmetrics")
+        if not keep_openmetrics:
+            os.unlink(path)
+        block_time[0] += time.perf_counter() - tb
+
+    blocks = BlockFiles(om_dir, on_close=make_block)
     bar = Progress(logs.total_bytes(paths), "parsing", enabled=progress)
     replay = None
     done_before = 0
@@ -185,16 +196,13 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         res.series = replay.series
         res.samples = blocks.samples
         res.clock_adjusted = clk.adjusted
-        res.timings["parse_render"] = time.perf_counter() - t_begin
-        t1 = time.perf_counter()
-        os.makedirs(out_dir, exist_ok=True)
-        for p in blocks.paths:
-            tools.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", p, out_dir],
-                      "promtool tsdb create-blocks-from openmetrics")
         res.blocks = len(blocks.paths)
-        res.timings["blocks"] = time.perf_counter() - t1
+        res.timings["blocks"] = block_time[0]
+        res.timings["parse_render"] = time.perf_counter() - t_begin - block_time[0]
     finally:
-        blocks.close()
+        if blocks._fh is not None:  # an error mid-block: no half block in out_dir
+            blocks.on_close = None
+            blocks.close()
         if replay is not None:
             replay.close()
         shutil.rmtree(work, ignore_errors=True)

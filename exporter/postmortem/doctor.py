@@ -28,6 +28,7 @@ class Outcome:
 def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
            rules: list[str] | None = None, runbook_path: str | None = None,
            html: bool = False, eval_interval: float = 60.0, keep: str | None = None,
+           recording_engine: str = "queries",
            **backfill_kw) -> Outcome:
     tools.find("promtool")
     tools.find("prometheus")
@@ -49,7 +50,8 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
         t1 = time.perf_counter()
         prom = tools.Prometheus(data, work).start()
         try:
-            ev = evmod.evaluate(prom, ruleset, res, runbook, work, eval_interval=eval_interval)
+            ev = evmod.evaluate(prom, ruleset, res, runbook, work, eval_interval=eval_interval,
+                                recording_engine=recording_engine)
             out = Outcome(res, ev, ruleset, runbook)
             if html:
                 t2 = time.perf_counter()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import time
@@ -57,7 +58,8 @@ def _write_rules(path: str, layer: list) -> None:
     groups: dict = {}
     for r in layer:
         g = groups.setdefault((r.group, r.interval), [])
-        g.append({"record": r.record, "expr": r.expr})
+        g.append(dict({"record": r.record, "expr": r.expr},
+                      **({"labels": r.labels} if r.labels else {})))
     doc = {"groups": [dict({"name": f"{name}-{i}", "rules": rs},
                            **({"interval": f"{int(iv)}s"} if iv else {}))
                       for i, ((name, iv), rs) in enumerate(groups.items())]}
@@ -66,22 +68,65 @@ def _write_rules(path: str, layer: list) -> None:
 
 
 def backfill_recording_rules(prom: tools.Prometheus, ruleset, start: float, end: float,
-                             interval: float, workdir: str) -> None:
+                             interval: float, workdir: str, engine: str = "queries") -> None:
+    """Each layer's recording rules evaluated by Prometheus over [start, end], written as
+    blocks into its data dir, then Prometheus restarted on them.
+
+    engine "promtool": `promtool tsdb create-blocks-from rules` (one block per rule per 2 h:
+    on a long run hundreds of small blocks, minutes); "queries" (default): the same
+    evaluation as range queries, one per rule per 10,000 points, and the results written
+    as one block per 2 h through promtool's OpenMetrics backfill (benchmarks/bench_doctor.py
+    measures both)."""
     promtool = tools.find("promtool")
     for i, layer in enumerate(rulesmod.layers(ruleset.recording)):
-        path = os.path.join(workdir, f"recording-{i}.yaml")
-        _write_rules(path, layer)
         out = os.path.join(workdir, f"recording-{i}")
-        tools.run([promtool, "tsdb", "create-blocks-from", "rules", "-q",
-                   f"--start={int(start)}", f"--end={int(end) + 1}", f"--url={prom.url}",
-                   f"--output-dir={out}", f"--eval-interval={int(interval)}s", path],
-                  "promtool tsdb create-blocks-from rules")
+        if engine == "promtool":
+            path = os.path.join(workdir, f"recording-{i}.yaml")
+            _write_rules(path, layer)
+            tools.run([promtool, "tsdb", "create-blocks-from", "rules", "-q",
+                       f"--start={int(start)}", f"--end={int(end) + 1}", f"--url={prom.url}",
+                       f"--output-dir={out}", f"--eval-interval={int(interval)}s", path],
+                      "promtool tsdb create-blocks-from rules")
+        else:
+            _record_by_queries(prom, promtool, layer, start, end, interval, out)
         prom.stop()
         for name in os.listdir(out) if os.path.isdir(out) else ():
             if os.path.isdir(os.path.join(out, name, "chunks")) or \
                     os.path.exists(os.path.join(out, name, "meta.json")):
                 shutil.move(os.path.join(out, name), os.path.join(prom.data_dir, name))
         prom.start()
+
+
+def _record_by_queries(prom, promtool, layer, start, end, interval, out) -> None:
+    from .openmetrics import BlockFiles, series_text, value_text
+    samples: list[tuple[float, str]] = []
+    for r in layer:
+        step = r.interval or interval
+        t0 = math.floor(start / step) * step  # Prometheus aligns group evaluations the same way
+        for key, points in query_range(prom, r.expr, t0, end, step).items():
+            labels = {k: v for k, v in key if k != "__name__"}
+            labels.update(getattr(r, "labels", None) or {})
+            prefix = series_text(r.record, labels) + " "
+            samples.extend((t, prefix + value_text(v)) for t, v in points)
+    samples.sort(key=lambda s: s[0])
+    os.makedirs(out, exist_ok=True)
+
+    def make_block(path):
+        tools.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", path, out],
+                  "promtool tsdb create-blocks-from openmetrics (recording rules)")
+        os.unlink(path)
+
+    files = BlockFiles(os.path.join(out, ".om"), on_close=make_block)
+    i = 0
+    while i < len(samples):
+        t = samples[i][0]
+        j = i
+        while j < len(samples) and samples[j][0] == t:
+            j += 1
+        files.write(t, [line for _, line in samples[i:j]])
+        i = j
+    files.close()
+    shutil.rmtree(os.path.join(out, ".om"), ignore_errors=True)
 
 
 def series_names(prom: tools.Prometheus) -> set[str]:
@@ -124,12 +169,13 @@ def firing_intervals(points: list[tuple[float, float]], step: float, for_s: floa
 
 
 def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir: str,
-             eval_interval: float = 60.0) -> Evaluation:
+             eval_interval: float = 60.0, recording_engine: str = "queries") -> Evaluation:
     ev = Evaluation(eval_interval=eval_interval, rule_files=list(ruleset.files))
     start, end = backfilled.start, backfilled.end
     t0 = time.perf_counter()
     if ruleset.recording:
-        backfill_recording_rules(prom, ruleset, start, end, eval_interval, workdir)
+        backfill_recording_rules(prom, ruleset, start, end, eval_interval, workdir,
+                                 recording_engine)
     ev.timings["recording_rules"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     ev.present = series_names(prom)
@@ -146,7 +192,8 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
             continue
         step = a.interval or eval_interval
         section = runbook.get(a.anchor)
-        for key, points in query_range(prom, a.expr, start, end, step).items():
+        t0 = math.floor(start / step) * step
+        for key, points in query_range(prom, a.expr, t0, end, step).items():
             labels = dict(key)
             for fired, value, last in firing_intervals(points, step, a.for_s):
                 ev.findings.append(Finding(

@@ -1,8 +1,10 @@
 """Timestamped OpenMetrics sample lines, split into files of one TSDB block each.
 
 promtool's OpenMetrics backfill re-reads its whole input once per 2-hour block it writes,
-so one file per block keeps block creation linear in the number of samples. promtool needs
-no TYPE/HELP lines (block files do not store metadata), only samples and `# EOF`.
+so one file per block keeps block creation linear in the number of samples; each file is
+handed to `on_close` (promtool, then removed) as soon as it is complete, so disk use stays at
+one block's worth however long the log. promtool needs no TYPE/HELP lines (block files do not
+store metadata), only samples and `# EOF`.
 """
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ def value_text(v: float) -> str:
 class BlockFiles:
     """Writes sample lines (in increasing time) into one file per aligned 2 h block."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, on_close=None):
         self.directory = directory
+        self.on_close = on_close
         os.makedirs(directory, exist_ok=True)
         self.paths: list[str] = []
         self._fh = None
@@ -64,3 +67,5 @@ class BlockFiles:
             self._fh.write("# EOF\n")
             self._fh.close()
             self._fh = None
+            if self.on_close is not None:
+                self.on_close(self.paths[-1])

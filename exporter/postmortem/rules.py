@@ -29,6 +29,7 @@ class Recording:
     expr: str
     group: str
     interval: float | None
+    labels: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -99,7 +100,7 @@ def load(patterns: list[str] | None = None) -> RuleSet:
             for r in g.get("rules", []) or []:
                 if "record" in r:
                     rs.recording.append(Recording(r["record"], str(r["expr"]), g.get("name", ""),
-                                                  interval))
+                                                  interval, dict(r.get("labels") or {})))
                 elif "alert" in r:
                     rs.alerts.append(Alert(r["alert"], str(r["expr"]), duration(r.get("for")),
                                            dict(r.get("labels") or {}),
