@@ -42,7 +42,12 @@ def keys_and_frames(steps: int, nkeys: int, seed: int = 0):
     for stat in ("mean", "max", "min"):
         extra += [f"val-core/openai/gsm8k/acc/{stat}@16", f"critic/values/{stat}", f"critic/vf_explained_var/{stat}" if stat == "mean"
                   else f"critic/returns/{stat}", f"num_turns/{stat}", f"actor/pg_clipfrac_{stat}"]
-    keys = (base + [k for k in extra if k not in base])[:nkeys]
+    keys = list(dict.fromkeys(base + extra))
+    i = 0
+    while len(keys) < nkeys:  # more validation sets, as a long eval suite logs
+        keys.append(f"val-core/suite_{i}/acc/mean@1")
+        i += 1
+    keys = keys[:nkeys]
     return sim, keys
 
 
@@ -123,7 +128,9 @@ def main() -> int:
         nkeys = write_log(log, args.steps, args.keys)
         gen = time.perf_counter() - t
         size = os.path.getsize(log)
+        c = time.process_time()
         parse_s = parse_only(log)
+        parse_cpu = time.process_time() - c
         t = time.perf_counter()
         r0, c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         out = doctor([log], run="bench")
@@ -139,14 +146,16 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     tm = out.timings
     rows = [
-        ("our parsing (parser alone)", parse_s),
-        ("our parsing -> exporter -> samples", tm["parse_render"]),
-        ("block creation (promtool, per-block files)", tm["blocks"]),
-        ("recording rules (range queries -> blocks, restart)", tm["recording_rules"]),
-        ("alert evaluation (range queries)", tm["alert_queries"]),
+        ("our parsing (parser alone)", parse_s, parse_cpu),
+        ("our parsing -> exporter -> samples", tm["parse_render"], tm["parse_render_cpu"]),
+        ("block creation (promtool, per-block files)", tm["blocks"], tm["blocks_cpu"]),
+        ("recording rules (queries -> blocks, restart)", tm["recording_rules"],
+         tm["recording_rules_cpu"]),
+        ("alert evaluation (range queries)", tm["alert_queries"], tm["alert_queries_cpu"]),
     ]
-    other = total - sum(v for _, v in rows[1:])
-    rows.append(("other (Prometheus start/stop, rules load)", other))
+    other = total - sum(v for _, v, _ in rows[1:])
+    other_cpu = tm["total_cpu"] - sum(c for _, _, c in rows[1:])
+    rows.append(("other (Prometheus start, rules load)", other, other_cpu))
     print(f"bench_doctor: {args.steps:,} steps x {nkeys} keys, veRL console, {size / 2**20:.1f} MiB "
           f"(generated in {gen:.1f} s); {args.cores} core(s)")
     print(f"  run time {(res.end - res.start) / 3600:.0f} h from {res.clock_why}; {res.series} "
@@ -157,13 +166,14 @@ def main() -> int:
     for f in ev.findings:
         fired[f.alert] = fired.get(f.alert, 0) + 1
     print(f"  fired: {fired or 'none'}")
-    print(f"\n{'phase':<46}{'seconds':>9}{'share':>8}")
-    for name, v in rows:
-        print(f"{name:<46}{v:>9.2f}{100 * v / total:>7.0f}%")
-    print(f"{'end to end (doctor)':<46}{total:>9.2f}{'':>8}  target < 60 s: "
-          f"{'PASS' if total < 60 else 'FAIL'}")
-    print(f"CPU time: ours {cpu_self:.2f} s, promtool + Prometheus {cpu_kids:.2f} s "
-          f"(wall above includes waiting for a shared core: load {os.getloadavg()[0]:.1f})")
+    tc = tm["total_cpu"]
+    print(f"\n{'phase':<46}{'wall s':>8}{'CPU s':>8}{'CPU share':>10}")
+    for name, v, c in rows:
+        print(f"{name:<46}{v:>8.2f}{c:>8.2f}{100 * c / tc:>9.0f}%")
+    print(f"{'end to end (doctor)':<46}{total:>8.2f}{tc:>8.2f}{'':>10}  target < 60 s on one "
+          f"core: {'PASS' if tc < 60 else 'FAIL'} (CPU){', PASS' if total < 60 else ', FAIL'} (wall)")
+    print(f"CPU: ours {cpu_self:.2f} s, promtool + Prometheus {cpu_kids:.2f} s; wall includes "
+          f"waiting for the core on this shared machine (load average {os.getloadavg()[0]:.1f})")
     print(f"\npeak RSS: this process {rss:.0f} MiB, largest child (promtool/prometheus) {kids:.0f} MiB")
     print(f"\nblock creation, first {args.compare_steps:,} steps ({nblocks} blocks): per-block files "
           f"{per_block:.2f} s vs one OpenMetrics file {one_file:.2f} s "

@@ -114,7 +114,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
              progress: bool | None = None, keep_openmetrics: str | None = None,
              scrape_interval: float = SCRAPE_INTERVAL) -> Result:
     promtool = tools.find("promtool")  # before any work: a missing engine is the first thing said
-    t_begin = time.perf_counter()
+    t_begin, c_begin = time.perf_counter(), tools.cpu()
     fmts = [logs.sniff(p, fmt) for p in paths]
     durations = clockmod.StepDurations()
     sample, per_frame = _prescan(paths[0], fmts[0], durations)
@@ -138,15 +138,16 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
     work = tempfile.mkdtemp(prefix="rlx-backfill-")
     om_dir = keep_openmetrics or os.path.join(work, "om")
     os.makedirs(out_dir, exist_ok=True)
-    block_time = [0.0]
+    block_time = [0.0, 0.0]
 
     def make_block(path: str) -> None:
-        tb = time.perf_counter()
+        tb, cb = time.perf_counter(), tools.cpu()
         tools.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", path, out_dir],
                   "promtool tsdb create-blocks-from openmetrics")
         if not keep_openmetrics:
             os.unlink(path)
         block_time[0] += time.perf_counter() - tb
+        block_time[1] += tools.cpu() - cb
 
     blocks = BlockFiles(om_dir, on_close=make_block)
     bar = Progress(logs.total_bytes(paths), "parsing", enabled=progress)
@@ -199,6 +200,8 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         res.blocks = len(blocks.paths)
         res.timings["blocks"] = block_time[0]
         res.timings["parse_render"] = time.perf_counter() - t_begin - block_time[0]
+        res.timings["blocks_cpu"] = block_time[1]
+        res.timings["parse_render_cpu"] = tools.cpu() - c_begin - block_time[1]
     finally:
         if blocks._fh is not None:  # an error mid-block: no half block in out_dir
             blocks.on_close = None

@@ -44,7 +44,7 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
     os.makedirs(work, exist_ok=True)
     data = os.path.join(work, "data")
     run = run or _run_name(paths[0])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), tools.cpu()
     try:
         res = bf.backfill(paths, run, data, fmt=fmt, **backfill_kw)
         t1 = time.perf_counter()
@@ -62,10 +62,13 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
                                                                     shade)))
                 out.timings["report"] = time.perf_counter() - t2
         finally:
+            c = tools.cpu()
             prom.stop()
-        out.timings.update(parse_render=res.timings["parse_render"], blocks=res.timings["blocks"],
-                           **ev.timings)
+            server = tools.cpu() - c  # the server's CPU, counted when it exits
+        out.timings.update(res.timings, **ev.timings)
+        out.timings["alert_queries_cpu"] += server
         out.timings["total"] = time.perf_counter() - t0
+        out.timings["total_cpu"] = tools.cpu() - c0
         return out
     finally:
         if keep is None:

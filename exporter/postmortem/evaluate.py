@@ -97,18 +97,11 @@ def backfill_recording_rules(prom: tools.Prometheus, ruleset, start: float, end:
         prom.start()
 
 
+RECORD_WINDOW = 86_400.0  # evaluate recording rules a day at a time: memory stays flat
+
+
 def _record_by_queries(prom, promtool, layer, start, end, interval, out) -> None:
     from .openmetrics import BlockFiles, series_text, value_text
-    samples: list[tuple[float, str]] = []
-    for r in layer:
-        step = r.interval or interval
-        t0 = math.floor(start / step) * step  # Prometheus aligns group evaluations the same way
-        for key, points in query_range(prom, r.expr, t0, end, step).items():
-            labels = {k: v for k, v in key if k != "__name__"}
-            labels.update(getattr(r, "labels", None) or {})
-            prefix = series_text(r.record, labels) + " "
-            samples.extend((t, prefix + value_text(v)) for t, v in points)
-    samples.sort(key=lambda s: s[0])
     os.makedirs(out, exist_ok=True)
 
     def make_block(path):
@@ -117,14 +110,31 @@ def _record_by_queries(prom, promtool, layer, start, end, interval, out) -> None
         os.unlink(path)
 
     files = BlockFiles(os.path.join(out, ".om"), on_close=make_block)
-    i = 0
-    while i < len(samples):
-        t = samples[i][0]
-        j = i
-        while j < len(samples) and samples[j][0] == t:
-            j += 1
-        files.write(t, [line for _, line in samples[i:j]])
-        i = j
+    w = math.floor(start / RECORD_WINDOW) * RECORD_WINDOW  # day windows hold whole 2 h blocks
+    while w <= end:
+        samples: list[tuple[float, str]] = []
+        for r in layer:
+            step = r.interval or interval
+            # Prometheus aligns a group's evaluations to multiples of its interval
+            first = max(math.floor(start / step) * step, math.ceil(w / step) * step)
+            last = min(end, w + RECORD_WINDOW - 1e-3)
+            if first > last:
+                continue
+            for key, points in query_range(prom, r.expr, first, last, step).items():
+                labels = {k: v for k, v in key if k != "__name__"}
+                labels.update(r.labels or {})
+                prefix = series_text(r.record, labels) + " "
+                samples.extend((t, prefix + value_text(v)) for t, v in points)
+        samples.sort(key=lambda s: s[0])
+        i = 0
+        while i < len(samples):
+            t = samples[i][0]
+            j = i
+            while j < len(samples) and samples[j][0] == t:
+                j += 1
+            files.write(t, [line for _, line in samples[i:j]])
+            i = j
+        w += RECORD_WINDOW
     files.close()
     shutil.rmtree(os.path.join(out, ".om"), ignore_errors=True)
 
@@ -172,12 +182,13 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
              eval_interval: float = 60.0, recording_engine: str = "queries") -> Evaluation:
     ev = Evaluation(eval_interval=eval_interval, rule_files=list(ruleset.files))
     start, end = backfilled.start, backfilled.end
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), tools.cpu()
     if ruleset.recording:
         backfill_recording_rules(prom, ruleset, start, end, eval_interval, workdir,
                                  recording_engine)
     ev.timings["recording_rules"] = time.perf_counter() - t0
-    t1 = time.perf_counter()
+    ev.timings["recording_rules_cpu"] = tools.cpu() - c0  # incl. the Prometheus it restarted
+    t1, c1 = time.perf_counter(), tools.cpu()
     ev.present = series_names(prom)
     record_inputs = {r.record: rulesmod.metric_names(r.expr, ev.present) for r in ruleset.recording}
     for a in ruleset.alerts:
@@ -204,4 +215,5 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
                     order=section["order"] if section else 10_000))
     ev.findings.sort(key=lambda f: (f.start, f.order))
     ev.timings["alert_queries"] = time.perf_counter() - t1
+    ev.timings["alert_queries_cpu"] = tools.cpu() - c1  # ours; the server's is added at its exit
     return ev

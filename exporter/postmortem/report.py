@@ -52,6 +52,12 @@ def fmt_duration(s: float) -> str:
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
+def _short(path: str) -> str:
+    import os
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def _labels(d: dict) -> str:
     extra = {k: v for k, v in d.items() if k not in _SKIP_LABELS}
     return ",".join(f"{k}={v}" for k, v in sorted(extra.items()))
@@ -63,7 +69,7 @@ def header(res, ev) -> list[str]:
     lines = [f"rl-exporter doctor: run {res.run} ({res.framework}), {res.frames} frames, steps "
              f"{first}..{last}, {iso(res.start)} .. {iso(res.end)}",
              f"  time from {res.clock_why}",
-             f"  {len(ev.checks)} checks ({', '.join(ev.rule_files)}), evaluated every "
+             f"  {len(ev.checks)} checks ({', '.join(map(_short, ev.rule_files))}), evaluated every "
              f"{ev.eval_interval:g}s by Prometheus; {len(ev.checks) - len(ev.no_data)} had data "
              "in this log"]
     if ev.no_data:
@@ -80,6 +86,7 @@ def text(res, ev) -> str:
         return "\n".join(out) + "\n"
     out.append("")
     out.append(f"{'STEP':>6}  {'TIME (UTC)':<20}  {'ALERT':<30} {'SEVERITY':<9} {'VALUE':>10}  SUMMARY")
+    told = set()
     for f in ev.findings:
         t = iso(f.start).replace("T", " ").replace("Z", "")
         out.append(f"{str(f.step):>6}  {t:<20}  {f.alert:<30} {f.severity:<9} "
@@ -88,8 +95,9 @@ def text(res, ev) -> str:
         until = res.step_at(f.end)
         out.append(f"{'':>8}active until step {until} ({fmt_duration(f.end - f.start)} after firing)"
                    + (f"  [{lab}]" if lab else ""))
-        if f.next:
+        if f.next and f.alert not in told:  # once per alert: the timeline stays readable
             out.append(f"{'':>8}check next: {f.next}")
+            told.add(f.alert)
     return "\n".join(out) + "\n"
 
 
