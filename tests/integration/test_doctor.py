@@ -250,3 +250,26 @@ def test_missing_engine_is_a_clear_error_with_the_install_command(tmp_path):
         assert p.returncode == 3, p
         assert "promtool" in p.stderr and "apt-get install prometheus" in p.stderr, p.stderr
         assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------- real-trainer recordings
+RECORDINGS = sorted((REPO / "tests" / "data").glob("**/*.jsonl")) if (REPO / "tests" / "data").is_dir() else []
+
+
+@needs_engine
+@pytest.mark.skipif(not RECORDINGS, reason="no real-trainer spool recordings under tests/data/")
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: str(p.relative_to(REPO / "tests" / "data")))
+def test_doctor_on_real_trainer_recordings(path):
+    """Spools recorded from real trainer runs: doctor completes, every line is a finding or the
+    healthy line; a sibling NAME.expected.json ({"alerts": [...]}) pins the alerts exactly."""
+    rows = doctor_json(str(path))
+    assert rows
+    for r in rows:
+        if r["alert"] is None:
+            assert len(rows) == 1 and r["checks"], r
+        else:
+            assert r["severity"] and r["summary"] and r["time"], r
+    want_file = path.with_suffix(".expected.json")
+    if want_file.exists():
+        want = set(json.loads(want_file.read_text())["alerts"])
+        assert {r["alert"] for r in rows} - {None} == want

@@ -190,3 +190,20 @@ def test_spool_run_name_and_cut_log(tmp_path):
     assert len(got) == 2 and st.rejected.get("bad_json") == 1
     assert [t for _, t, _ in got] == [1.0, 2.0]
     assert _run_name(os.path.join(str(tmp_path), "train.log")) == "train"
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+    from exporter.postmortem.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    pipe, tty = io.StringIO(), Tty()
+    for stream in (pipe, tty):
+        p = Progress(2 ** 30, "parsing", stream=stream)
+        p.update(2 ** 29)
+        p.close()
+    assert pipe.getvalue() == ""
+    assert "parsing [" in tty.getvalue() and "100.0%" in tty.getvalue()
+    assert "1,024/1,024 MiB" in tty.getvalue()
