@@ -47,7 +47,6 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
     t0, c0 = time.perf_counter(), tools.cpu()
     try:
         res = bf.backfill(paths, run, data, fmt=fmt, **backfill_kw)
-        t1 = time.perf_counter()
         prom = tools.Prometheus(data, work).start()
         try:
             ev = evmod.evaluate(prom, ruleset, res, runbook, work, eval_interval=eval_interval,

@@ -1,9 +1,10 @@
 """Evaluate the shipped rules over backfilled blocks with a real Prometheus.
 
 1. Prometheus serves the blocks (retention unbounded, loopback, no targets).
-2. Recording rules, layer by layer (a rule reading another's output after it), go through
-   `promtool tsdb create-blocks-from rules` against that Prometheus; their blocks join the
-   data and Prometheus restarts on them.
+2. Recording rules, layer by layer (a rule reading another's output after it), are evaluated
+   by that Prometheus as range queries at their interval and written as blocks through
+   promtool (or by `promtool tsdb create-blocks-from rules`, engine "promtool"); the blocks
+   join the data and Prometheus restarts on them.
 3. Each alert's expression is a range query over the run at the rule's evaluation
    interval (the group's, else --eval-interval); an output series is pending from its
    first point and fires once it has been present at every evaluation for the alert's
@@ -11,7 +12,6 @@
 """
 from __future__ import annotations
 
-import logging
 import math
 import os
 import shutil
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from . import rules as rulesmod
 from . import tools
 
-log = logging.getLogger("rl_exporter.doctor")
 MAX_POINTS = 10_000  # Prometheus refuses range queries over 11,000 points per series
 # Series that give an alert context (a join, a step guard) but are no symptom by themselves:
 # an alert reading nothing else has no data in a log.

@@ -13,8 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
