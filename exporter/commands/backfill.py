@@ -10,7 +10,8 @@ HELP = ("turn a finished or crashed run's log into Prometheus TSDB blocks holdin
 
 def add_arguments(p):
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files of one run, in order")
-    p.add_argument("--run", required=True, help="run label")
+    p.add_argument("--run", required=True,
+                   help="run label (in a spool holding several runs: the run to backfill)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory for the blocks (a Prometheus --storage.tsdb.path, or move "
                         "them into one)")
@@ -67,5 +68,6 @@ def run(args) -> int:
               f"{s['out']}\n  time: {s['start']} .. {s['end']} from {s['clock_source']}")
         for lg in s["logs"]:
             print(f"  {lg['path']}: format {lg['format']}, {lg['frames']} frames, rejected "
-                  f"{lg['rejected'] or 0}, skipped lines {lg['skipped_lines']}")
+                  f"{lg['rejected'] or 0}, skipped lines {lg['skipped_lines']}"
+                  + (f", {lg['other_runs']} records of other runs" if lg["other_runs"] else ""))
     return 0

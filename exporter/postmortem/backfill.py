@@ -97,10 +97,10 @@ def parse_time(text: str | None, relative_to: float | None = None) -> float | No
     return t.timestamp()
 
 
-def _prescan(path: str, fmt: str, durations) -> tuple[list, float]:
+def _prescan(path: str, fmt: str, durations, only_run=None) -> tuple[list, float]:
     st = logs.LogStats(path)
     sample = []
-    for fr, ts, fw in logs.frames(path, fmt, st):
+    for fr, ts, fw in logs.frames(path, fmt, st, only_run=only_run):
         sample.append((ts, durations.of(fr.data, fw)))
         if len(sample) >= PRESCAN_FRAMES:
             break
@@ -116,8 +116,9 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
     promtool = tools.find("promtool")  # before any work: a missing engine is the first thing said
     t_begin, c_begin = time.perf_counter(), tools.cpu()
     fmts = [logs.sniff(p, fmt) for p in paths]
+    only_run = _spool_run_filter(paths, fmts, run)
     durations = clockmod.StepDurations()
-    sample, per_frame = _prescan(paths[0], fmts[0], durations)
+    sample, per_frame = _prescan(paths[0], fmts[0], durations, only_run)
     kind, why = clockmod.choose(clock, sample)
     t0 = parse_time(start) if start else None
     if t0 is None:
@@ -160,7 +161,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
             st = logs.LogStats(path)
             res.logs.append(st)
             on_bytes = (lambda n, b=done_before: bar.update(b + n))
-            for fr, line_ts, fw in logs.frames(path, f, st, on_bytes=on_bytes):
+            for fr, line_ts, fw in logs.frames(path, f, st, on_bytes=on_bytes, only_run=only_run):
                 if replay is None:
                     replay = Replay(run, fw, algorithm=algorithm, model=model)
                     res.framework = fw
@@ -210,6 +211,21 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
             replay.close()
         shutil.rmtree(work, ignore_errors=True)
     return res
+
+
+def _spool_run_filter(paths, fmts, run: str) -> str | None:
+    """A spool holding several runs (a sidecar following several sources): backfill the run
+    named by --run; one run (or none named): every record, labelled --run."""
+    runs: list[str] = []
+    for p, f in zip(paths, fmts):
+        if f == "spool":
+            runs.extend(r for r in logs.spool_runs(p) if r not in runs)
+    if len(runs) <= 1:
+        return None
+    if run in runs:
+        return run
+    raise logs.LogError(f"the spool holds {len(runs)} runs ({', '.join(runs[:10])}); pass "
+                        "--run with the one to examine")
 
 
 def _fill(blocks: BlockFiles, lines: list[str], t_from: float, t_to: float,

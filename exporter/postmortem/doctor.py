@@ -43,7 +43,13 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
     work = keep or tempfile.mkdtemp(prefix="rlx-doctor-")
     os.makedirs(work, exist_ok=True)
     data = os.path.join(work, "data")
-    run = run or _run_name(paths[0])
+    if run is None:
+        from .logs import LogError, spool_runs
+        runs = spool_runs(paths[0])
+        if len(runs) > 1:
+            raise LogError(f"{paths[0]} holds {len(runs)} runs ({', '.join(runs[:10])}): pass "
+                           "--run with the one to examine")
+        run = _run_name(paths[0])
     t0, c0 = time.perf_counter(), tools.cpu()
     try:
         res = bf.backfill(paths, run, data, fmt=fmt, **backfill_kw)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from ..sources import (DOCUMENT_FORMATS, FORMATS, LineAssembler, canonical_forma
                        make_parser)
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+_SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
 _DATETIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?"
                        r"(Z|[+-]\d\d:?\d\d)?")
 SNIFF_LINES = 2000
@@ -54,6 +56,7 @@ class LogStats:
     bytes: int = 0
     rejected: dict = field(default_factory=dict)
     skipped_lines: int = 0
+    other_runs: int = 0
 
 
 class LogError(Exception):
@@ -81,8 +84,34 @@ def sniff(path: str, fmt: str = "auto") -> str:
     return found
 
 
-def frames(path: str, fmt: str, stats: LogStats, on_bytes=None):
-    """Yield (Frame, line_ts or None, framework) for one log, streamed."""
+def line_run(line: str) -> str | None:
+    """The `run` a spool record names (a sidecar's spool can hold several runs)."""
+    m = _SPOOL_RUN.search(line, 0, 400)
+    if m is None:
+        return None
+    try:
+        return json.loads(m.group(1))
+    except ValueError:
+        return None
+
+
+def spool_runs(path: str, lines: int = 20_000) -> list[str]:
+    """Runs named in the first `lines` records of a spool, in order of appearance."""
+    seen: dict[str, None] = {}
+    try:
+        with open_log(path) as fh:
+            for raw in itertools.islice(fh, lines):
+                r = line_run(raw)
+                if r is not None:
+                    seen.setdefault(r)
+    except OSError:
+        pass
+    return list(seen)
+
+
+def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | None = None):
+    """Yield (Frame, line_ts or None, framework) for one log, streamed. `only_run`: keep only
+    the spool records of that run (others are counted in stats.other_runs)."""
     stats.format = fmt
     parser = make_parser(fmt)
     last_ts = None
@@ -100,6 +129,9 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None):
             for n, raw in enumerate(fh):
                 done += len(raw)
                 stats.bytes = done
+                if only_run is not None and line_run(raw) not in (only_run, None):
+                    stats.other_runs += 1
+                    continue
                 t = line_time(raw, fmt)
                 if t is not None:
                     last_ts = t

@@ -207,3 +207,18 @@ def test_progress_bar_only_on_a_terminal():
     assert pipe.getvalue() == ""
     assert "parsing [" in tty.getvalue() and "100.0%" in tty.getvalue()
     assert "1,024/1,024 MiB" in tty.getvalue()
+
+
+def test_a_spool_of_several_runs_is_filtered_by_run(tmp_path):
+    from exporter.postmortem.backfill import _spool_run_filter
+    p = tmp_path / "sidecar.jsonl"
+    p.write_text("".join(json.dumps({"spool": 1, "ts": 1.0 + i, "run": ("a", "b")[i % 2],
+                                     "step": i // 2, "data": {"loss": 0.1}}) + "\n"
+                         for i in range(6)))
+    assert logs.spool_runs(str(p)) == ["a", "b"]
+    assert _spool_run_filter([str(p)], ["spool"], "b") == "b"
+    with pytest.raises(logs.LogError, match="2 runs"):
+        _spool_run_filter([str(p)], ["spool"], "c")
+    st = logs.LogStats(str(p))
+    got = list(logs.frames(str(p), "spool", st, only_run="b"))
+    assert [fr.step for fr, _, _ in got] == [0, 1, 2] and st.other_runs == 3
