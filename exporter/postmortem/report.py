@@ -175,16 +175,17 @@ def render_png(title: str, series, res, ev, shade: list[str]) -> bytes:
         ax.plot(x, np.where(np.isfinite(vs), vs, np.nan), lw=1.4, color=colors[i % len(colors)],
                 label=name)
         bad = ~np.isfinite(vs)
-        if bad.any():
-            ax.plot(x[bad], np.zeros(bad.sum()), "x", color="crimson", ms=5,
-                    transform=ax.get_xaxis_transform(), label=f"{name} NaN/Inf")
-    for f in ev.findings:
-        if f.alert in shade:
-            ax.axvspan(hours([f.start])[0], hours([max(f.end, f.start + 60)])[0],
-                       color="crimson" if f.severity == "critical" else "orange", alpha=0.15,
-                       lw=0)
-            ax.axvline(hours([f.start])[0], color="crimson" if f.severity == "critical"
-                       else "darkorange", lw=1, ls="--")
+        if bad.any():  # a rug along the bottom: NaN has no height to plot at
+            ax.plot(x[bad], np.full(bad.sum(), 0.04), "|", color="crimson", ms=9, mew=1.2,
+                    transform=ax.get_xaxis_transform(), label=f"{name}: NaN/Inf")
+            ax.annotate("NaN/Inf", (x[bad][0], 0.09), xycoords=("data", "axes fraction"),
+                        color="crimson", fontsize=8)
+    spans = sorted({(f.start, f.end, f.severity) for f in ev.findings if f.alert in shade})
+    for start, end, severity in spans:  # one span per interval, however many series fired
+        color = "crimson" if severity == "critical" else "orange"
+        ax.axvspan(hours([start])[0], hours([max(end, start + 60)])[0], color=color,
+                   alpha=0.12, lw=0)
+        ax.axvline(hours([start])[0], color=color, lw=1, ls="--")
     ax.set_title(title + (f"   (shaded: {', '.join(shade)} firing)" if shade else ""),
                  fontsize=11, loc="left")
     ax.set_xlabel("hours since the first step")
