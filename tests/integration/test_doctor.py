@@ -251,12 +251,13 @@ def test_missing_engine_is_a_clear_error_with_the_install_command(tmp_path):
 
 
 # ---------------------------------------------------------------- real-trainer recordings
-RECORDINGS = sorted((REPO / "tests" / "data").glob("**/*.jsonl")) if (REPO / "tests" / "data").is_dir() else []
+RECORDINGS_DIR = REPO / "tests" / "data" / "trl"   # spools recorded from real TRL runs
+RECORDINGS = sorted(RECORDINGS_DIR.glob("**/*.jsonl")) if RECORDINGS_DIR.is_dir() else []
 
 
 @needs_engine
-@pytest.mark.skipif(not RECORDINGS, reason="no real-trainer spool recordings under tests/data/")
-@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: str(p.relative_to(REPO / "tests" / "data")))
+@pytest.mark.skipif(not RECORDINGS, reason="no real-trainer spool recordings under tests/data/trl/")
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: str(p.relative_to(RECORDINGS_DIR)))
 def test_doctor_on_real_trainer_recordings(path):
     """Spools recorded from real trainer runs: doctor completes, every line is a finding or the
     healthy line; a sibling NAME.expected.json ({"alerts": [...]}) pins the alerts exactly."""
