@@ -159,13 +159,19 @@ def query_range(prom, expr: str, start: float, end: float, step: float) -> dict:
     return out
 
 
-def firing_intervals(points: list[tuple[float, float]], step: float, for_s: float):
-    """[(fired_at, value_then, last_active)] for one output series of an alert expression."""
+def firing_intervals(points: list[tuple[float, float]], step: float, for_s: float,
+                     keep_firing_s: float = 0.0):
+    """[(fired_at, value_then, last_active)] for one output series of an alert expression.
+    `keep_firing_for`: a firing alert whose expression is absent for less than that stays
+    firing."""
     out = []
     run_start = prev = None
     fired = None
     for t, v in points:
-        if prev is None or t - prev > step * 1.5:  # absent at an evaluation: back to inactive
+        gap = prev is not None and t - prev > step * 1.5
+        if gap and fired is not None and t - prev <= keep_firing_s + step * 0.5:
+            gap = False  # kept firing across the gap
+        if prev is None or gap:  # absent at an evaluation: back to inactive
             if fired is not None:
                 out.append((fired[0], fired[1], prev))
             run_start, fired = t, None
@@ -205,11 +211,12 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
         t0 = math.floor(start / step) * step
         for key, points in query_range(prom, a.expr, t0, end, step).items():
             labels = dict(key)
-            for fired, value, last in firing_intervals(points, step, a.for_s):
+            for fired, value, last in firing_intervals(points, step, a.for_s, a.keep_firing_s):
                 ev.findings.append(Finding(
-                    alert=a.name, severity=a.severity, labels=labels, start=fired, end=last,
-                    value=value, step=backfilled.step_at(fired),
-                    summary=a.annotations.get("summary", ""),
+                    alert=a.name, severity=a.severity, labels=labels, start=fired,
+                    end=min(end, last + a.keep_firing_s), value=value,
+                    step=backfilled.step_at(fired),
+                    summary=rulesmod.expand(a.annotations.get("summary", ""), labels, value),
                     next=rulesmod.next_check(section),
                     order=section["order"] if section else 10_000))
     ev.findings.sort(key=lambda f: (f.start, f.order))

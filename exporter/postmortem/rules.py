@@ -41,6 +41,7 @@ class Alert:
     annotations: dict
     group: str
     interval: float | None
+    keep_firing_s: float = 0.0
 
     @property
     def severity(self) -> str:
@@ -105,7 +106,7 @@ def load(patterns: list[str] | None = None) -> RuleSet:
                     rs.alerts.append(Alert(r["alert"], str(r["expr"]), duration(r.get("for")),
                                            dict(r.get("labels") or {}),
                                            dict(r.get("annotations") or {}), g.get("name", ""),
-                                           interval))
+                                           interval, duration(r.get("keep_firing_for"))))
     return rs
 
 
@@ -134,6 +135,27 @@ def _mentions(expr: str, name: str) -> bool:
 def metric_names(expr: str, known: set[str]) -> set[str]:
     """Series names an expression reads that exist in `known` (an inventory, not a parser)."""
     return {m for m in re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr) if m in known}
+
+
+_TPL_LABEL = re.compile(r"{{\s*\$labels\.(\w+)\s*}}")
+_TPL_VALUE = re.compile(r"{{\s*\$value\s*(?:\|\s*\w+\s*)?}}")
+_TPL_PRINTF = re.compile(r'{{\s*printf\s+"([^"]*)"\s+\$value\s*}}')
+
+
+def expand(template: str, labels: dict, value: float) -> str:
+    """The common parts of an annotation template ($labels.x, $value, printf of $value);
+    anything else is left as written."""
+    if "{{" not in template:
+        return template
+    out = _TPL_LABEL.sub(lambda m: str(labels.get(m.group(1), "")), template)
+
+    def printf(m):
+        try:
+            return m.group(1) % value
+        except (TypeError, ValueError):
+            return m.group(0)
+    out = _TPL_PRINTF.sub(printf, out)
+    return _TPL_VALUE.sub(lambda m: f"{value:.4g}", out)
 
 
 # ------------------------------------------------------------------ runbook
