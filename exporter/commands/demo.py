@@ -27,6 +27,8 @@ def add_arguments(p):
     p.add_argument("--otlp-endpoint", default=None,
                    help="also push OTLP http/protobuf here (or set OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("--exit-after", action="store_true", help="exit after --steps instead of serving on")
+    p.add_argument("--spool", default=None, metavar="PATH",
+                   help="also append every frame to this spool JSONL (for `rl-exporter doctor`)")
 
 
 def run(args) -> int:
@@ -36,7 +38,7 @@ def run(args) -> int:
                        total_steps=args.steps or 300)
     ex = Exporter(run=args.run or f"demo-{args.scenario}", framework="auto", algorithm="grpo",
                   model="simulated-qwen2.5-3b", port=args.port, addr=args.listen,
-                  otlp_endpoint=args.otlp_endpoint)
+                  otlp_endpoint=args.otlp_endpoint, spool=args.spool)
     if ex.url is None:
         ex.close()
         print(f"rl-exporter demo: cannot listen on {args.listen}:{args.port} (in use?); "

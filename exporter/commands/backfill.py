@@ -1,0 +1,73 @@
+"""rl-exporter backfill LOG... --run NAME --out DIR"""
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = ("turn a finished or crashed run's log into Prometheus TSDB blocks holding the series "
+        "`serve` would have exported, at the run's own times (promtool)")
+
+
+def add_arguments(p):
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files of one run, in order")
+    p.add_argument("--run", required=True,
+                   help="run label (in a spool holding several runs: the run to backfill)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for the blocks (a Prometheus --storage.tsdb.path, or move "
+                        "them into one)")
+    add_common(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+def add_common(p):
+    p.add_argument("--format", default="auto",
+                   help="auto (detect; default), verl_console, verl_jsonl, hf, hf_state, "
+                        "openrlhf, slime, miles, areal, spool")
+    p.add_argument("--step-seconds", type=float, default=60.0,
+                   help="seconds per step when the log has neither timestamps nor step "
+                        "durations (default 60)")
+    p.add_argument("--clock", default="auto", choices=["auto", "log", "steps", "fixed"],
+                   help="where timestamps come from: the log's (log), the run's step durations "
+                        "(steps), --step-seconds (fixed); auto (default) picks in that order")
+    p.add_argument("--start", default=None,
+                   help="time of the first frame for derived clocks (RFC 3339 or Unix seconds; "
+                        "default: the log's first timestamp, else so that the run ends when the "
+                        "log was last written)")
+    p.add_argument("--until", default=None,
+                   help="the exporter kept serving the last values until this time (a hung "
+                        "trainer): RFC 3339, Unix seconds, or +DURATION after the last frame "
+                        "(e.g. +30m)")
+    p.add_argument("--scrape-interval", type=float, default=60.0,
+                   help="between frames, repeat the last values every S seconds as a live "
+                        "scrape would (default 60, Prometheus's; 0: one sample per frame)")
+    p.add_argument("--algorithm", default=None, help="rl_run_info algorithm label")
+    p.add_argument("--model", default=None, help="rl_run_info model label")
+
+
+def run(args) -> int:
+    from ..postmortem import backfill as bf
+    from ..postmortem.logs import LogError
+    from ..postmortem.tools import ToolFailed, ToolMissing
+    try:
+        res = bf.backfill(args.logs, args.run, args.out, fmt=args.format,
+                          step_seconds=args.step_seconds, clock=args.clock, start=args.start,
+                          until=args.until, algorithm=args.algorithm, model=args.model,
+                          scrape_interval=args.scrape_interval)
+    except ToolMissing as e:
+        print(f"rl-exporter backfill: {e}", file=sys.stderr)
+        return 3
+    except (LogError, ToolFailed, ValueError, OSError) as e:
+        print(f"rl-exporter backfill: {e}", file=sys.stderr)
+        return 1
+    s = res.summary()
+    if args.json:
+        print(json.dumps(s))
+    else:
+        print(f"rl-exporter backfill: run {s['run']}: {s['frames']} frames, {s['steps']} steps, "
+              f"{s['series']} series, {s['samples']} samples in {s['blocks']} block(s) under "
+              f"{s['out']}\n  time: {s['start']} .. {s['end']} from {s['clock_source']}")
+        for lg in s["logs"]:
+            print(f"  {lg['path']}: format {lg['format']}, {lg['frames']} frames, rejected "
+                  f"{lg['rejected'] or 0}, skipped lines {lg['skipped_lines']}"
+                  + (f", {lg['other_runs']} records of other runs" if lg["other_runs"] else ""))
+    return 0

@@ -1,0 +1,109 @@
+"""Where a backfilled sample's timestamp comes from, in order of preference:
+
+1. `log`: the log's own timestamps (spool `ts`, a logging prefix), when they are plausible;
+2. `steps`: the run's own step durations: the value of the canonical
+   `rl_step_duration_seconds` after catalog resolution (veRL `timing_s/step`, slime
+   `perf/step_time`, OpenRLHF `timing/step_total`, ...), summed from a start time;
+3. `fixed`: `--step-seconds` per step.
+
+Log timestamps are not plausible when they span far less time than the steps the same
+frames say they took: a spool written by a replay or by a sidecar catching up on a backlog
+stamps processing time, not training time.
+"""
+from __future__ import annotations
+
+import math
+
+from ..catalog import CATALOG
+
+STEP_DURATION = "rl_step_duration_seconds"
+CLOCKS = ("auto", "log", "steps", "fixed")
+DESCRIBE = {
+    "log": "the log's own timestamps",
+    "steps": "the run's step durations (rl_step_duration_seconds)",
+    "fixed": "--step-seconds",
+}
+_IMPLAUSIBLE = 0.2  # log time span / summed step durations below this: not training time
+
+
+class StepDurations:
+    """Per frame: the base rl_step_duration_seconds value, if the frame has one."""
+
+    def __init__(self, catalog=CATALOG):
+        self.catalog = catalog
+        self._cache: dict = {}
+
+    def of(self, data: dict, framework: str) -> float | None:
+        cache = self._cache
+        for k, v in data.items():
+            key = (k, framework)
+            scale = cache.get(key)
+            if scale is None:
+                r = self.catalog.resolve(k, framework)
+                ok = (r.metric is not None and not r.fallback and not r.ignored
+                      and r.metric.name == STEP_DURATION and not r.labels)
+                scale = cache[key] = r.scale if ok else 0.0
+            if scale and isinstance(v, (int, float)) and not isinstance(v, bool):
+                d = float(v) * scale
+                if d > 0 and math.isfinite(d):
+                    return d
+        return None
+
+
+def choose(requested: str, sample: list[tuple[float | None, float | None]]) -> tuple[str, str]:
+    """(clock, why) from the first frames' (log timestamp, step duration)."""
+    stamped = [t for t, _ in sample if t is not None]
+    durations = [d for _, d in sample if d is not None]
+    if requested == "log" and len(stamped) < 1:
+        return "fixed", "--clock log, but the log has no timestamps: --step-seconds used"
+    if requested == "steps" and not durations:
+        return "fixed", "--clock steps, but the log has no step durations: --step-seconds used"
+    if requested != "auto":
+        return requested, f"--clock {requested}"
+    if len(stamped) >= 2:
+        span = stamped[-1] - stamped[0]
+        if durations and len(durations) >= 2:
+            want = sum(durations[1:])
+            if span < _IMPLAUSIBLE * want:
+                return "steps", (f"the log's timestamps span {span:.1f} s over frames whose step "
+                                 f"durations sum to {want:.0f} s (written by a replay or a "
+                                 "catch-up, not by the trainer): step durations used")
+        if span > 0:
+            return "log", "the log's timestamps"
+    if durations:
+        return "steps", "the log has no usable timestamps: step durations used"
+    return "fixed", "the log has neither timestamps nor step durations: --step-seconds used"
+
+
+class Clock:
+    """Assigns strictly increasing timestamps to frames."""
+
+    def __init__(self, kind: str, start: float, step_seconds: float):
+        self.kind = kind
+        self.step_seconds = step_seconds
+        self.t = None
+        self.start = start
+        self.last_step = object()
+        self.last_duration = None
+        self.adjusted = 0  # log timestamps moved forward to keep time increasing
+
+    def at(self, log_ts: float | None, duration: float | None, step) -> float:
+        if self.kind == "log" and log_ts is not None:
+            t = log_ts
+        elif self.t is None:
+            t = self.start if self.kind != "log" or log_ts is None else log_ts
+        elif step is not None and step == self.last_step:
+            t = self.t  # another record of the same step (slime: step/rollout/perf lines)
+        else:
+            if duration is not None and self.kind == "steps":
+                self.last_duration = duration
+            d = self.last_duration if self.kind == "steps" and self.last_duration else \
+                self.step_seconds
+            t = self.t + d
+        if self.t is not None and t <= self.t:
+            if not (step is not None and step == self.last_step):
+                self.adjusted += 1
+            t = self.t + 0.001
+        self.t = t
+        self.last_step = step
+        return t

@@ -1,0 +1,99 @@
+"""`rl-exporter doctor`: backfill a log into a scratch TSDB, evaluate the shipped rules
+there with a real Prometheus, and report what fired, when, and what to check next."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from . import backfill as bf
+from . import evaluate as evmod
+from . import report
+from . import rules as rulesmod
+from . import tools
+
+
+@dataclass
+class Outcome:
+    backfill: object
+    evaluation: object
+    ruleset: object
+    runbook: dict
+    images: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+
+
+def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
+           rules: list[str] | None = None, runbook_path: str | None = None,
+           html: bool = False, eval_interval: float = 60.0, keep: str | None = None,
+           recording_engine: str = "queries",
+           **backfill_kw) -> Outcome:
+    tools.find("promtool")
+    tools.find("prometheus")
+    ruleset = rulesmod.load(rules)
+    if html:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError as e:
+            raise rulesmod.RulesError("--html needs matplotlib: pip install "
+                                      "'rl-exporter[report]'") from e
+    runbook = rulesmod.runbook(runbook_path)
+    work = keep or tempfile.mkdtemp(prefix="rlx-doctor-")
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, "data")
+    if run is None:
+        from .logs import LogError, spool_runs
+        runs = spool_runs(paths[0])
+        if len(runs) > 1:
+            raise LogError(f"{paths[0]} holds {len(runs)} runs ({', '.join(runs[:10])}): pass "
+                           "--run with the one to examine")
+        run = _run_name(paths[0])
+    t0, c0 = time.perf_counter(), tools.cpu()
+    try:
+        res = bf.backfill(paths, run, data, fmt=fmt, **backfill_kw)
+        prom = tools.Prometheus(data, work).start()
+        try:
+            ev = evmod.evaluate(prom, ruleset, res, runbook, work, eval_interval=eval_interval,
+                                recording_engine=recording_engine)
+            out = Outcome(res, ev, ruleset, runbook)
+            if html:
+                t2 = time.perf_counter()
+                for title, names, shade in report.panels(res, ev, ruleset):
+                    series = report.fetch(prom, res, names)
+                    if series:
+                        out.images.append((title, report.render_png(title, series, res, ev,
+                                                                    shade)))
+                out.timings["report"] = time.perf_counter() - t2
+        finally:
+            c = tools.cpu()
+            prom.stop()
+            server = tools.cpu() - c  # the server's CPU, counted when it exits
+        out.timings.update(res.timings, **ev.timings)
+        out.timings["alert_queries_cpu"] += server
+        out.timings["total"] = time.perf_counter() - t0
+        out.timings["total_cpu"] = tools.cpu() - c0
+        return out
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_name(path: str) -> str:
+    """The spool's own run label, else the log's file name."""
+    import json
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for _, line in zip(range(50), fh):
+                if line.startswith("{") and '"run"' in line:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(rec, dict) and isinstance(rec.get("run"), str) and rec["run"]:
+                        return rec["run"]
+    except OSError:
+        pass
+    base = os.path.basename(path)
+    return base.split(".", 1)[0] or "run"

@@ -1,0 +1,161 @@
+"""Read trainer logs in any format the sidecar reads, streamed line by line (flat memory),
+with the timestamp each frame's lines carry when the format has one.
+
+Timestamps a log can carry: the spool's `ts`, a `[YYYY-MM-DD hh:mm:ss(.fff)]` logging prefix
+(slime, Miles, Python logging; taken as UTC unless it names a zone) and a container runtime's
+RFC 3339 prefix. A frame gets the last timestamp seen up to the line that completes it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..sources import (DOCUMENT_FORMATS, FORMATS, LineAssembler, canonical_format, clean, detect,
+                       make_parser)
+
+_SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+_SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
+_DATETIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?"
+                       r"(Z|[+-]\d\d:?\d\d)?")
+SNIFF_LINES = 2000
+
+
+def line_time(line: str, fmt: str) -> float | None:
+    """Unix seconds a raw log line carries, or None."""
+    if fmt == "spool":
+        m = _SPOOL_TS.search(line, 0, 200)
+        return float(m.group(1)) if m else None
+    if not line[:1].isdigit() and line[:1] != "[":
+        return None
+    m = _DATETIME.match(line)
+    if m is None:
+        return None
+    day, hms, frac, zone = m.groups()
+    try:
+        t = dt.datetime.fromisoformat(f"{day}T{hms}")
+    except ValueError:
+        return None
+    if zone and zone != "Z":
+        zone = zone if ":" in zone else zone[:3] + ":" + zone[3:]
+        t = t.replace(tzinfo=dt.datetime.strptime(zone.replace(":", ""), "%z").tzinfo)
+    else:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.timestamp() + (float("0." + frac) if frac else 0.0)
+
+
+@dataclass
+class LogStats:
+    path: str
+    format: str = "?"
+    framework: str = "auto"
+    frames: int = 0
+    bytes: int = 0
+    rejected: dict = field(default_factory=dict)
+    skipped_lines: int = 0
+    other_runs: int = 0
+
+
+class LogError(Exception):
+    pass
+
+
+def open_log(path: str):
+    return open(path, encoding="utf-8", errors="replace", newline="\n")
+
+
+def sniff(path: str, fmt: str = "auto") -> str:
+    """The log's format (`fmt` unless auto)."""
+    fmt = canonical_format(fmt)
+    if fmt != "auto":
+        return fmt
+    try:
+        with open_log(path) as fh:
+            head = list(itertools.islice(fh, SNIFF_LINES))
+    except OSError as e:
+        raise LogError(f"{path}: {e}") from e
+    found = detect(head, path=path)
+    if found is None:
+        raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
+                       f"(pass --format, one of: {', '.join(FORMATS)})")
+    return found
+
+
+def line_run(line: str) -> str | None:
+    """The `run` a spool record names (a sidecar's spool can hold several runs)."""
+    m = _SPOOL_RUN.search(line, 0, 400)
+    if m is None:
+        return None
+    try:
+        return json.loads(m.group(1))
+    except ValueError:
+        return None
+
+
+def spool_runs(path: str, lines: int = 20_000) -> list[str]:
+    """Runs named in the first `lines` records of a spool, in order of appearance."""
+    seen: dict[str, None] = {}
+    try:
+        with open_log(path) as fh:
+            for raw in itertools.islice(fh, lines):
+                r = line_run(raw)
+                if r is not None:
+                    seen.setdefault(r)
+    except OSError:
+        pass
+    return list(seen)
+
+
+def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | None = None):
+    """Yield (Frame, line_ts or None, framework) for one log, streamed. `only_run`: keep only
+    the spool records of that run (others are counted in stats.other_runs)."""
+    stats.format = fmt
+    parser = make_parser(fmt)
+    last_ts = None
+    if fmt in DOCUMENT_FORMATS:
+        with open_log(path) as fh:
+            text = fh.read()
+        stats.bytes = len(text)
+        for fr in parser.feed_document(text):
+            stats.frames += 1
+            yield fr, None, parser.framework
+    else:
+        asm = LineAssembler()
+        done = 0
+        with open_log(path) as fh:
+            for n, raw in enumerate(fh):
+                done += len(raw)
+                stats.bytes = done
+                if only_run is not None and line_run(raw) not in (only_run, None):
+                    stats.other_runs += 1
+                    continue
+                t = line_time(raw, fmt)
+                if t is not None:
+                    last_ts = t
+                body = asm.feed(clean(raw.rstrip("\r\n")))
+                if body is not None:
+                    for fr in parser.feed(body):
+                        stats.frames += 1
+                        yield fr, last_ts, parser.framework
+                if on_bytes is not None and not n & 1023:
+                    on_bytes(done)
+        for fr in parser.flush():  # a record still open at the end (a log cut by a crash)
+            stats.frames += 1
+            yield fr, last_ts, parser.framework
+        stats.bytes = done
+    stats.framework = parser.framework
+    stats.rejected = dict(parser.rejected)
+    stats.skipped_lines = parser.skipped
+
+
+def total_bytes(paths) -> int:
+    n = 0
+    for p in paths:
+        try:
+            n += os.path.getsize(p)
+        except OSError:
+            pass
+    return n

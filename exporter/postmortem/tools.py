@@ -1,0 +1,147 @@
+"""The real engine: promtool and Prometheus, found on PATH, started on loopback."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+INSTALL = {
+    "promtool": "sudo apt-get install prometheus   (Debian/Ubuntu; promtool ships with it) or a "
+                "release from https://prometheus.io/download/",
+    "prometheus": "sudo apt-get install prometheus   (Debian/Ubuntu) or a release from "
+                  "https://prometheus.io/download/",
+}
+
+
+def cpu(own: bool = True, children: bool = True) -> float:
+    """CPU seconds used so far by this process and/or its finished children (promtool runs,
+    stopped Prometheus servers): phases are timed in CPU as well as wall time, since wall
+    time on a shared machine includes waiting for a core."""
+    import resource
+    total = 0.0
+    if own:
+        a = resource.getrusage(resource.RUSAGE_SELF)
+        total += a.ru_utime + a.ru_stime
+    if children:
+        b = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total += b.ru_utime + b.ru_stime
+    return total
+
+
+class ToolMissing(Exception):
+    pass
+
+
+class ToolFailed(Exception):
+    pass
+
+
+def find(name: str) -> str:
+    """Path of a tool, or ToolMissing naming the install command (never a substitute)."""
+    env = os.environ.get(f"RL_EXPORTER_{name.upper()}")
+    path = env or shutil.which(name)
+    if not path or not os.access(path, os.X_OK):
+        raise ToolMissing(f"`{name}` is not installed (or not on PATH); it is the engine this "
+                          f"command runs. Install it: {INSTALL[name]}")
+    return path
+
+
+def run(cmd: list[str], what: str, timeout: float = 600) -> str:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise ToolFailed(f"{what}: timed out after {timeout:.0f} s") from e
+    if p.returncode != 0:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-5:]
+        raise ToolFailed(f"{what} failed (exit {p.returncode}): " + " | ".join(tail))
+    return p.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """A Prometheus on loopback over a TSDB directory (no scrape targets, no rules)."""
+
+    def __init__(self, data_dir: str, workdir: str):
+        self.binary = find("prometheus")
+        self.data_dir = data_dir
+        self.workdir = workdir
+        self.proc = None
+        self.url = None
+
+    def start(self, timeout: float = 60.0) -> "Prometheus":
+        cfg = os.path.join(self.workdir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n")
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self._log = open(os.path.join(self.workdir, "prometheus.log"), "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, f"--config.file={cfg}", f"--storage.tsdb.path={self.data_dir}",
+             f"--web.listen-address=127.0.0.1:{port}",
+             # retention counts back from the newest block: keep any run, however old or long
+             "--storage.tsdb.retention.time=100y", "--query.max-samples=200000000",
+             "--log.level=warn"],
+            stdout=self._log, stderr=self._log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ToolFailed(f"prometheus exited with {self.proc.returncode}; see "
+                                 f"{os.path.join(self.workdir, 'prometheus.log')}")
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise ToolFailed(f"prometheus was not ready within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+        if getattr(self, "_log", None):
+            self._log.close()
+            self._log = None
+
+    def api(self, path: str, params: dict, timeout: float = 120.0, post: bool = True):
+        body = urllib.parse.urlencode(params)
+        if post:
+            req = urllib.request.Request(self.url + path, data=body.encode(), method="POST")
+        else:
+            req = urllib.request.Request(self.url + path + ("?" + body if body else ""))
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                doc = json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            try:
+                doc = json.loads(e.read())
+            except ValueError:
+                raise ToolFailed(f"prometheus {path}: HTTP {e.code}") from e
+        if doc.get("status") != "success":
+            raise ToolFailed(f"prometheus {path} {params.get('query', '')!r}: "
+                             f"{doc.get('errorType')}: {doc.get('error')}")
+        return doc["data"]
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
