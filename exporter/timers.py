@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import sys
 import threading
 import time
@@ -215,6 +216,7 @@ class PhaseTimers:
         self.published = 0                        # windows published
         self.resolver = resolver if resolver is not None else resolver_of(exporter)
         self.resolver.add_ticker(self._tick)
+        self.live = live_phases_of(exporter)
 
     # ------------------------------------------------------------ caller thread
     def timer(self, phase, tokens=None, cuda=None) -> Phase:
@@ -237,6 +239,7 @@ class PhaseTimers:
         depth[phase] = d + 1
         if d:
             return None  # the same phase nested in itself: only the outermost counts
+        self.live.open(phase)
         wid = self._window_id()
         if cuda is None:
             cuda = self._event_factory is not None or _cuda_in_use()
@@ -251,6 +254,7 @@ class PhaseTimers:
         depth[phase] = max(0, depth.get(phase, 1) - 1)
         if state is None:
             return
+        self.live.close(phase)
         wid, start_ev, t0 = state
         if start_ev is None:
             dt = self._clock() - t0
@@ -321,3 +325,90 @@ class PhaseTimers:
 
 def timers_of(exporter) -> PhaseTimers:
     return attached(exporter, "_rlx_timers", PhaseTimers)
+
+
+# ================================================================ phases in progress
+IN_PROGRESS = "rl_phase_in_progress_start_timestamp_seconds"
+RECENT_MEDIAN = "rl_phase_recent_median_duration_seconds"
+MEDIAN_OF = 20     # closed occurrences the median is taken over
+NO_PHASE = "none"  # GPU samples taken while no timer is open
+
+
+class LivePhases:
+    """Which phases are open right now, per exporter (timers publish only when a step's
+    window closes, so without this a hang inside `gen` is invisible until the step ends).
+
+    open()/close() come from the timer's thread (outermost occurrence of a phase on that
+    thread only); the NVML sampler reads current(). While a phase is open,
+    rl_phase_in_progress_start_timestamp_seconds{phase} holds the wall-clock start of its
+    oldest open occurrence; NaN once none is open. Each close adds its wall-clock duration
+    to the phase's last MEDIAN_OF durations, whose median is published beside it."""
+
+    def __init__(self, exporter, clock=time.monotonic, wall=time.time):
+        self.exporter = exporter
+        self._clock, self._wall = clock, wall
+        self._lock = threading.Lock()
+        self._open: dict[str, list] = {}       # phase -> [(monotonic start, wall start, seq), ...]
+        self._recent: dict[str, deque] = {}
+        self._seq = 0
+        self._labels: dict[str, dict] = {}
+
+    def _label(self, phase: str) -> dict:
+        lab = self._labels.get(phase)
+        if lab is None:
+            lab = self._labels[phase] = {"phase": sanitize_label_value(phase)}
+        return lab
+
+    def open(self, phase: str) -> None:
+        with self._lock:
+            self._seq += 1
+            starts = self._open.setdefault(phase, [])
+            starts.append((self._clock(), self._wall(), self._seq))
+            oldest = starts[0][1]
+        self.exporter.store.set(IN_PROGRESS, oldest, self._label(phase))
+
+    def close(self, phase: str) -> None:
+        """Close the most recent open occurrence of `phase` (timers nest per thread, so the
+        last opened is the one ending in the common single-thread case)."""
+        with self._lock:
+            starts = self._open.get(phase)
+            if not starts:
+                return
+            t0, _, _ = starts.pop()
+            dur = max(0.0, self._clock() - t0)
+            recent = self._recent.get(phase)
+            if recent is None:
+                recent = self._recent[phase] = deque(maxlen=MEDIAN_OF)
+            recent.append(dur)
+            median = _median(recent)
+            oldest = starts[0][1] if starts else math.nan
+        store = self.exporter.store
+        lab = self._label(phase)
+        store.set(RECENT_MEDIAN, median, lab)
+        store.set(IN_PROGRESS, oldest, lab)
+
+    def current(self) -> str:
+        """The phase a GPU sample taken now belongs to: the most recently opened phase still
+        open (an inner `gen` inside an outer `step`), or NO_PHASE."""
+        best, seq = NO_PHASE, -1
+        with self._lock:
+            for phase, starts in self._open.items():
+                if starts and starts[-1][2] > seq:
+                    best, seq = phase, starts[-1][2]
+        return best
+
+    def started(self, phase: str) -> float | None:
+        """Monotonic start of the oldest open occurrence of `phase` (None when closed)."""
+        with self._lock:
+            starts = self._open.get(phase)
+            return starts[0][0] if starts else None
+
+
+def _median(values) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+def live_phases_of(exporter) -> LivePhases:
+    return attached(exporter, "_rlx_live_phases", LivePhases)

@@ -1,0 +1,163 @@
+"""Phases in progress and GPU time by phase: real timers, the real NVML sampler code path
+behind the fake pynvml (exporter/testing_nvml.py) whose utilisation follows the phase."""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+
+import pytest
+
+from exporter.hook import Exporter
+from exporter.testing import scrape
+from exporter.testing_nvml import FakeNVML
+from exporter.timers import LivePhases
+
+START = "rl_phase_in_progress_start_timestamp_seconds"
+MEDIAN = "rl_phase_recent_median_duration_seconds"
+
+
+def _find(series, name, **want):
+    out = {}
+    for (n, labels), v in series.items():
+        d = dict(labels)
+        if n == name and all(d.get(k) == str(x) for k, x in want.items()):
+            out[labels] = v
+    return out
+
+
+def test_open_phase_is_visible_with_its_start_and_median():
+    ex = Exporter(run="r", serve=False, gpu="off", rank=3)
+    try:
+        for _ in range(3):
+            with ex.timer("gen"):
+                time.sleep(0.02)
+            ex.log({"actor/pg_loss": 0.1}, step=1)
+        s = scrape(ex)
+        lab = (("phase", "gen"),)
+        assert math.isnan(s[(START, lab)])                       # closed: not in progress
+        assert 0.015 < s[(MEDIAN, lab)] < 0.5
+        before = time.time()
+        with ex.timer("step"):
+            with ex.timer("gen"):
+                s = scrape(ex)
+                assert before - 0.01 <= s[(START, lab)] <= time.time()
+                assert s[(START, (("phase", "step"),))] <= s[(START, lab)]
+                assert ex._rlx_live_phases.current() == "gen"     # the innermost open phase
+            assert ex._rlx_live_phases.current() == "step"
+        assert ex._rlx_live_phases.current() == "none"
+        assert math.isnan(scrape(ex)[(START, lab)])
+    finally:
+        ex.close()
+
+
+def test_same_phase_on_two_threads_reports_the_oldest_start():
+    class Store:
+        def __init__(self):
+            self.v = {}
+
+        def set(self, name, value, labels):
+            self.v[(name, labels["phase"])] = value
+
+    class Ex:
+        rank = None
+        store = Store()
+
+    now = [100.0]
+    live = LivePhases(Ex(), clock=lambda: now[0], wall=lambda: 1000 + now[0])
+    live.open("gen")
+    now[0] = 110.0
+    live.open("gen")                       # a second rollout worker
+    assert Ex.store.v[(START, "gen")] == 1100.0
+    now[0] = 130.0
+    live.close("gen")                      # the newer one ends after 20 s
+    assert Ex.store.v[(START, "gen")] == 1100.0   # the older one is still open
+    assert Ex.store.v[(MEDIAN, "gen")] == 20.0
+    live.close("gen")
+    assert math.isnan(Ex.store.v[(START, "gen")])
+    assert Ex.store.v[(MEDIAN, "gen")] == 25.0    # median of 20 and 30
+    live.close("gen")                      # an unmatched close is ignored
+    assert live.current() == "none"
+
+
+def test_training_loop_splits_gpu_time_by_phase(monkeypatch):
+    """A CPU loop: gen at 30 % utilisation and 40 GB, update_actor at 95 % and 70 GB; the
+    sampler charges each sample to the phase in progress."""
+    nv = FakeNVML(2)
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    ex = Exporter(run="r", serve=False, gpu="on", gpu_interval=0.01, rank=0)
+    profile = {"gen": (30, 40e9), "update_actor": (95, 70e9)}
+
+    def set_gpu(util, mem):
+        for g in nv.gpus:
+            g["util_gpu"], g["mem_used"] = util, int(mem)
+
+    try:
+        set_gpu(0, 10e9)
+        for step in range(1, 5):
+            for phase, secs in (("gen", 0.2), ("update_actor", 0.1)):
+                set_gpu(*profile[phase])
+                with ex.timer(phase):
+                    time.sleep(secs)
+                set_gpu(0, 10e9)
+            ex.log({"actor/pg_loss": 0.1}, step=step)
+        ex.gpu_sampler.stop()
+        s = scrape(ex)
+    finally:
+        ex.close()
+    for gpu in ("0", "1"):
+        totals = {}
+        for phase, (util, mem) in profile.items():
+            busy = sum(_find(s, "hw_gpu_phase_busy_seconds_total", gpu=gpu, phase=phase).values())
+            idle = sum(_find(s, "hw_gpu_phase_idle_seconds_total", gpu=gpu, phase=phase).values())
+            totals[phase] = busy + idle
+            assert busy / (busy + idle) == pytest.approx(util / 100, abs=0.12), phase
+            peak = _find(s, "hw_gpu_phase_memory_peak_bytes", gpu=gpu, phase=phase, rank=0)
+            assert list(peak.values()) == [mem]
+        # wall time per phase: 4 x 0.2 s of gen, 4 x 0.1 s of update (to a few sample intervals)
+        assert totals["gen"] == pytest.approx(0.8, abs=0.25)
+        assert totals["update_actor"] == pytest.approx(0.4, abs=0.2)
+        assert totals["gen"] > totals["update_actor"]
+
+
+def test_attribution_survives_a_broken_phase_source(monkeypatch):
+    nv = FakeNVML(1)
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    ex = Exporter(run="r", serve=False, gpu="on", gpu_interval=60)
+    try:
+        class Broken:
+            def current(self):
+                raise RuntimeError("boom")
+        ex.gpu_sampler.phases = Broken()
+        ex.gpu_sampler.sample()
+        s = scrape(ex)
+        assert s[("hw_gpu_utilization_ratio", tuple(sorted({"gpu": "0", "uuid": nv.gpus[0]["uuid"],
+                  "gpu_model": nv.gpus[0]["name"], "task": "general"}.items())))] == 0.87
+        assert _find(s, "rl_exporter_gpu_query_errors_total", query="phase", error="runtimeerror")
+    finally:
+        ex.close()
+
+
+def test_phase_from_another_thread_is_attributed():
+    """The sampler thread reads what the training thread opened."""
+    ex = Exporter(run="r", serve=False, gpu="off")
+    try:
+        inside = threading.Event()
+        done = threading.Event()
+
+        def train():
+            with ex.timer("gen"):
+                inside.set()
+                done.wait(2)
+        t = threading.Thread(target=train)
+        t.start()
+        inside.wait(2)
+        assert ex._rlx_live_phases.current() == "gen"
+        done.set()
+        t.join()
+        assert ex._rlx_live_phases.current() == "none"
+    finally:
+        ex.close()
