@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exporter.catalog import CATALOG
+from exporter.catalog.engines import NAMES as ENGINE_SERIES
 
 # GPU panels query only these names (dashboards/gpu.py imports them from here).
 GPU_UTILIZATION = "hw_gpu_utilization_ratio"
@@ -65,6 +66,8 @@ def classify(name: str, records: frozenset[str], catalog_names=None) -> str:
         return "catalog"
     if name in PROMETHEUS_SERIES:
         return "prometheus"
+    if name in ENGINE_SERIES:  # vLLM/SGLang's own series, named from their source
+        return "engine"
     if ":" in name:
         return "recording" if RECORDING_RULE.match(name) and name in records else "unknown"
     return "unknown"
