@@ -79,8 +79,8 @@ def _quantile(q_: float, metric: str) -> str:
     return f"histogram_quantile({q_}, sum by (run, le) (rate({metric}_bucket{{{E}}}[{RATE}])))"
 
 
-IDLE_BY_PHASE = (f"{_phase_rate('hw_gpu_phase_idle_seconds_total')}\n/ ({_phase_rate('hw_gpu_phase_idle_seconds_total')}"
-                 f" + {_phase_rate('hw_gpu_phase_busy_seconds_total')})")
+IDLE_BY_PHASE = (f"{_phase_rate(n.GPU_PHASE_IDLE)}\n/ ({_phase_rate(n.GPU_PHASE_IDLE)}"
+                 f" + {_phase_rate(n.GPU_PHASE_BUSY)})")
 
 ROWS += [
     Row("GPU time by phase", [
@@ -93,9 +93,9 @@ ROWS += [
         bars("GPU seconds by phase, last hour", "Busy and idle GPU seconds per phase over the last "
              "hour, all GPUs of the run.",
              "most seconds in gen and update_actor, mostly busy; large idle bars are waiting.",
-             qi(f"sum by (run, phase) (increase({sel('hw_gpu_phase_busy_seconds_total')}[1h]))",
+             qi(f"sum by (run, phase) (increase({sel(n.GPU_PHASE_BUSY)}[1h]))",
                 "{{run}} {{phase}} busy"),
-             qi(f"sum by (run, phase) (increase({sel('hw_gpu_phase_idle_seconds_total')}[1h]))",
+             qi(f"sum by (run, phase) (increase({sel(n.GPU_PHASE_IDLE)}[1h]))",
                 "{{run}} {{phase}} idle"), unit="s", min=0, gate=GPU),
         ts("Phases in progress vs their median", "How long each open phase has been open, next to "
            "the median of its recent occurrences.",
@@ -108,7 +108,7 @@ ROWS += [
         ts("GPU memory peak by phase", "Highest device memory in use sampled during the latest "
            "occurrence of each phase.",
            "below the limit with headroom; the phase that peaks is the one to shrink.",
-           q(f"max by (run, phase) ({sel('hw_gpu_phase_memory_peak_bytes')})", "{{run}} {{phase}}"),
+           q(f"max by (run, phase) ({sel(n.GPU_PHASE_MEMORY_PEAK)})", "{{run}} {{phase}}"),
            unit="bytes", min=0, gate=GPU),
     ]),
     Row("Rollout engines (vLLM / SGLang)", [
