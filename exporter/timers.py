@@ -21,6 +21,7 @@ A window that never sees a log() (the last one at close()) is not published.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -412,3 +413,54 @@ def _median(values) -> float:
 
 def live_phases_of(exporter) -> LivePhases:
     return attached(exporter, "_rlx_live_phases", LivePhases)
+
+
+def track_phase_timer(exporter, owner, attr: str = "marked_timer") -> bool:
+    """Wrap a framework's own phase timer, `owner.attr(name, ...)` used as `with attr(...)`
+    (veRL's marked_timer(name, timing_raw)), so the phases it times show as in progress and
+    GPU samples are charged to them. The framework keeps timing and logging the phase itself
+    (its timing_s/* keys), so nothing is counted twice. Idempotent; False when absent."""
+    orig = getattr(owner, attr, None)
+    if orig is None or getattr(orig, "_rlx_tracked", False):
+        return False
+    live = live_phases_of(exporter)
+
+    @functools.wraps(orig)
+    @contextlib.contextmanager
+    def tracked(*args, **kwargs):
+        name = args[0] if args else kwargs.get("name")
+        phase = None
+        try:
+            if name is not None:
+                phase = str(name)
+                live.open(phase)
+        except Exception as e:
+            _error(exporter, "timer", e)
+            phase = None
+        try:
+            with orig(*args, **kwargs) as value:
+                yield value
+        finally:
+            if phase is not None:
+                try:
+                    live.close(phase)
+                except Exception as e:
+                    _error(exporter, "timer", e)
+
+    tracked._rlx_tracked = True
+    tracked.__wrapped__ = orig
+    setattr(owner, attr, tracked)
+    return True
+
+
+def track_loaded_phase_timers(exporter, prefixes=("verl.",), attr: str = "marked_timer") -> int:
+    """track_phase_timer() on every loaded module under `prefixes` that imported `attr` by
+    name (veRL's trainers do `from verl.utils.debug import marked_timer`). Returns how many."""
+    n = 0
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith(prefixes) and attr in getattr(module, "__dict__", {}):
+            try:
+                n += track_phase_timer(exporter, module, attr)
+            except Exception as e:
+                _error(exporter, "timer", e)
+    return n

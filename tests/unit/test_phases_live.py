@@ -161,3 +161,45 @@ def test_phase_from_another_thread_is_attributed():
         assert ex._rlx_live_phases.current() == "none"
     finally:
         ex.close()
+
+
+def test_verl_marked_timer_phases_show_while_open():
+    """A timer shaped like veRL's marked_timer(name, timing_raw, color=None, domain=None,
+    category=None) (verl/utils/profiler/performance.py: it adds the elapsed seconds to
+    timing_raw[name]), imported by name into a trainer module as veRL's trainers do. (The
+    installed verl 0.9.1 cannot import verl.utils.debug here: it needs codetiming.)"""
+    import contextlib
+    import types
+
+    from exporter.timers import track_loaded_phase_timers
+
+    @contextlib.contextmanager
+    def marked_timer(name, timing_raw, color=None, domain=None, category=None):
+        t0 = time.perf_counter()
+        yield
+        timing_raw[name] = timing_raw.get(name, 0.0) + time.perf_counter() - t0
+
+    trainer_module = types.ModuleType("verl.trainer.fake_ray_trainer")
+    trainer_module.marked_timer = marked_timer
+    sys.modules["verl.trainer.fake_ray_trainer"] = trainer_module
+    ex = Exporter(run="r", serve=False, gpu="off")
+    try:
+        assert track_loaded_phase_timers(ex) >= 1
+        assert track_loaded_phase_timers(ex) == 0          # idempotent
+        timing = {}
+        with trainer_module.marked_timer("step", timing):
+            with trainer_module.marked_timer("gen", timing, color="red"):
+                assert ex._rlx_live_phases.current() == "gen"
+                assert not math.isnan(scrape(ex)[(START, (("phase", "gen"),))])
+                time.sleep(0.01)
+        assert timing["gen"] >= 0.01 and "step" in timing  # veRL still times its phases
+        s = scrape(ex)
+        assert math.isnan(s[(START, (("phase", "gen"),))])
+        assert s[(MEDIAN, (("phase", "gen"),))] >= 0.01
+        with pytest.raises(ValueError):                    # the trainer's exception passes through
+            with trainer_module.marked_timer("gen", timing):
+                raise ValueError("boom")
+        assert ex._rlx_live_phases.current() == "none"
+    finally:
+        sys.modules.pop("verl.trainer.fake_ray_trainer", None)
+        ex.close()
