@@ -352,13 +352,19 @@ class LivePhases:
         self._open: dict[str, list] = {}       # phase -> [(monotonic start, wall start, seq), ...]
         self._recent: dict[str, deque] = {}
         self._seq = 0
-        self._labels: dict[str, dict] = {}
+        self._labels: dict[str, tuple] = {}
 
-    def _label(self, phase: str) -> dict:
-        lab = self._labels.get(phase)
-        if lab is None:
-            lab = self._labels[phase] = {"phase": sanitize_label_value(phase)}
-        return lab
+    def _sids(self, phase: str) -> tuple:
+        """(start series id, median series id) of a phase, created once (None past the
+        store's series limit: that phase is then not tracked)."""
+        sids = self._labels.get(phase)
+        if sids is None:
+            store = self.exporter.store
+            lab = (("phase", sanitize_label_value(phase)),)
+            metrics = store.catalog.metrics
+            sids = self._labels[phase] = (store.series_id(metrics[IN_PROGRESS], lab),
+                                          store.series_id(metrics[RECENT_MEDIAN], lab))
+        return sids
 
     def open(self, phase: str) -> None:
         with self._lock:
@@ -366,7 +372,9 @@ class LivePhases:
             starts = self._open.setdefault(phase, [])
             starts.append((self._clock(), self._wall(), self._seq))
             oldest = starts[0][1]
-        self.exporter.store.set(IN_PROGRESS, oldest, self._label(phase))
+        start_sid = self._sids(phase)[0]
+        if start_sid is not None:
+            self.exporter.store.values[start_sid] = oldest
 
     def close(self, phase: str) -> None:
         """Close the most recent open occurrence of `phase` (timers nest per thread, so the
@@ -383,10 +391,12 @@ class LivePhases:
             recent.append(dur)
             median = _median(recent)
             oldest = starts[0][1] if starts else math.nan
-        store = self.exporter.store
-        lab = self._label(phase)
-        store.set(RECENT_MEDIAN, median, lab)
-        store.set(IN_PROGRESS, oldest, lab)
+        start_sid, median_sid = self._sids(phase)
+        values = self.exporter.store.values
+        if median_sid is not None:
+            values[median_sid] = median
+        if start_sid is not None:
+            values[start_sid] = oldest
 
     def current(self) -> str:
         """The phase a GPU sample taken now belongs to: the most recently opened phase still

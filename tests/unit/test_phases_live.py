@@ -53,30 +53,28 @@ def test_open_phase_is_visible_with_its_start_and_median():
 
 
 def test_same_phase_on_two_threads_reports_the_oldest_start():
-    class Store:
-        def __init__(self):
-            self.v = {}
-
-        def set(self, name, value, labels):
-            self.v[(name, labels["phase"])] = value
+    from exporter.store import Store
 
     class Ex:
         rank = None
-        store = Store()
+        store = Store("r")
+
+    def v(name):
+        return Ex.store.get(name, {"phase": "gen"})
 
     now = [100.0]
     live = LivePhases(Ex(), clock=lambda: now[0], wall=lambda: 1000 + now[0])
     live.open("gen")
     now[0] = 110.0
     live.open("gen")                       # a second rollout worker
-    assert Ex.store.v[(START, "gen")] == 1100.0
+    assert v(START) == 1100.0
     now[0] = 130.0
     live.close("gen")                      # the newer one ends after 20 s
-    assert Ex.store.v[(START, "gen")] == 1100.0   # the older one is still open
-    assert Ex.store.v[(MEDIAN, "gen")] == 20.0
+    assert v(START) == 1100.0              # the older one is still open
+    assert v(MEDIAN) == 20.0
     live.close("gen")
-    assert math.isnan(Ex.store.v[(START, "gen")])
-    assert Ex.store.v[(MEDIAN, "gen")] == 25.0    # median of 20 and 30
+    assert math.isnan(v(START))
+    assert v(MEDIAN) == 25.0               # median of 20 and 30
     live.close("gen")                      # an unmatched close is ignored
     assert live.current() == "none"
 
