@@ -18,6 +18,13 @@ and its device events completed, each phase's total lands on
     rl_phase_timing_seconds{run,phase}        (OTel histogram: one observation per step)
     rl_phase_time_per_token_seconds{phase}    (when token counts were given)
 A window that never sees a log() (the last one at close()) is not published.
+
+Phases in progress (LivePhases, below): while a phase is open its start is exported at once
+    rl_phase_in_progress_start_timestamp_seconds{phase}   (NaN when not open)
+    rl_phase_recent_median_duration_seconds{phase}        (median of its last 20 occurrences)
+so a hang inside a step is one PromQL comparison away, and the NVML sampler charges each GPU
+sample to the phase open at the time (exporter/gpu.py). track_phase_timer() does the same for a
+framework's own phase timer (veRL's marked_timer) without timing the phase twice.
 """
 from __future__ import annotations
 
