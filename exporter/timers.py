@@ -434,7 +434,7 @@ def live_phases_of(exporter) -> LivePhases:
 
 def track_phase_timer(exporter, owner, attr: str = "marked_timer") -> bool:
     """Wrap a framework's own phase timer, `owner.attr(name, ...)` used as `with attr(...)`
-    (veRL's marked_timer(name, timing_raw)), so the phases it times show as in progress and
+    (veRL's marked_timer(name, timing_raw), AReaL's stats_tracker.record_timing(key)), so the phases it times show as in progress and
     GPU samples are charged to them. The framework keeps timing and logging the phase itself
     (its timing_s/* keys), so nothing is counted twice. Idempotent; False when absent."""
     orig = getattr(owner, attr, None)
@@ -445,7 +445,7 @@ def track_phase_timer(exporter, owner, attr: str = "marked_timer") -> bool:
     @functools.wraps(orig)
     @contextlib.contextmanager
     def tracked(*args, **kwargs):
-        name = args[0] if args else kwargs.get("name")
+        name = args[0] if args else kwargs.get("name", kwargs.get("key"))
         phase = None
         try:
             if name is not None:

@@ -72,6 +72,13 @@ class RLExporterStatsHook:
             path = get_path(cfg, "actor", "path")
             kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
             self.exporter = make_exporter(FRAMEWORK, run=run, **kw)
+            try:  # phases in progress: stats_tracker.record_timing(key) phases while open
+                from areal.utils import stats_tracker
+
+                from ..timers import track_phase_timer
+                track_phase_timer(self.exporter, stats_tracker, "record_timing")
+            except Exception as e:
+                log.info("rl-exporter (areal): phases in progress off: %r", e)
         return self.exporter
 
     def commit(self, epoch: int, step: int, global_step: int, data) -> None:

@@ -201,3 +201,23 @@ def test_verl_marked_timer_phases_show_while_open():
     finally:
         sys.modules.pop("verl.trainer.fake_ray_trainer", None)
         ex.close()
+
+
+@pytest.mark.slow  # importing areal costs about 8 s of CPU
+def test_areal_record_timing_phases_show_while_open():
+    """AReaL's own stats_tracker.record_timing (the installed package): the phase is in
+    progress while open, and AReaL still records timeperf/<key>."""
+    stats_tracker = pytest.importorskip("areal.utils.stats_tracker")
+    from exporter.timers import track_phase_timer
+    orig = stats_tracker.record_timing
+    ex = Exporter(run="r", serve=False, gpu="off")
+    try:
+        assert track_phase_timer(ex, stats_tracker, "record_timing")
+        with stats_tracker.record_timing("rollout"):
+            assert ex._rlx_live_phases.current() == "rollout"
+            assert not math.isnan(scrape(ex)[(START, (("phase", "rollout"),))])
+        assert "timeperf/rollout" in stats_tracker.export()
+        assert math.isnan(scrape(ex)[(START, (("phase", "rollout"),))])
+    finally:
+        stats_tracker.record_timing = orig
+        ex.close()
