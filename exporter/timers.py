@@ -434,38 +434,73 @@ def live_phases_of(exporter) -> LivePhases:
 
 def track_phase_timer(exporter, owner, attr: str = "marked_timer") -> bool:
     """Wrap a framework's own phase timer, `owner.attr(name, ...)` used as `with attr(...)`
-    (veRL's marked_timer(name, timing_raw), AReaL's stats_tracker.record_timing(key)), so the phases it times show as in progress and
-    GPU samples are charged to them. The framework keeps timing and logging the phase itself
-    (its timing_s/* keys), so nothing is counted twice. Idempotent; False when absent."""
+    (veRL's marked_timer(name, timing_raw), AReaL's stats_tracker.record_timing(key)), so
+    the phases it times show as in progress and GPU samples are charged to them. The
+    framework keeps timing and logging the phase itself (its timing_s/* keys), so nothing is
+    counted twice. Wrapping again retargets the wrapper to the newer exporter (one process,
+    successive runs); returns True when it wrapped, False when already wrapped or absent."""
+    return _track(exporter, owner, attr, None)
+
+
+def track_phase_call(exporter, owner, attr: str, phase: str) -> bool:
+    """Wrap a method or function `owner.attr` so each call is phase `phase` while it runs
+    (TRL's GRPOTrainer._generate_and_score_completions as "generate"). Same rules as
+    track_phase_timer()."""
+    return _track(exporter, owner, attr, phase)
+
+
+def _track(exporter, owner, attr, fixed_phase) -> bool:
     orig = getattr(owner, attr, None)
-    if orig is None or getattr(orig, "_rlx_tracked", False):
+    if orig is None:
         return False
-    live = live_phases_of(exporter)
+    target = getattr(orig, "_rlx_exporter", None)
+    if target is not None:
+        target[0] = exporter
+        return False
+    holder = [exporter]
 
-    @functools.wraps(orig)
-    @contextlib.contextmanager
-    def tracked(*args, **kwargs):
-        name = args[0] if args else kwargs.get("name", kwargs.get("key"))
-        phase = None
+    def opened(args, kwargs):
+        ex = holder[0]
+        name = fixed_phase
+        if name is None:
+            name = args[0] if args else kwargs.get("name", kwargs.get("key"))
+        if name is None or getattr(ex, "_closed", False):
+            return ex, None
         try:
-            if name is not None:
-                phase = str(name)
-                live.open(phase)
+            phase = str(name)
+            live_phases_of(ex).open(phase)
+            return ex, phase
         except Exception as e:
-            _error(exporter, "timer", e)
-            phase = None
-        try:
-            with orig(*args, **kwargs) as value:
-                yield value
-        finally:
-            if phase is not None:
-                try:
-                    live.close(phase)
-                except Exception as e:
-                    _error(exporter, "timer", e)
+            _error(ex, "timer", e)
+            return ex, None
 
-    tracked._rlx_tracked = True
-    tracked.__wrapped__ = orig
+    def closed(ex, phase):
+        if phase is not None:
+            try:
+                live_phases_of(ex).close(phase)
+            except Exception as e:
+                _error(ex, "timer", e)
+
+    if fixed_phase is None:
+        @functools.wraps(orig)
+        @contextlib.contextmanager
+        def tracked(*args, **kwargs):
+            ex, phase = opened(args, kwargs)
+            try:
+                with orig(*args, **kwargs) as value:
+                    yield value
+            finally:
+                closed(ex, phase)
+    else:
+        @functools.wraps(orig)
+        def tracked(*args, **kwargs):
+            ex, phase = opened((), {})
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                closed(ex, phase)
+
+    tracked._rlx_exporter = holder
     setattr(owner, attr, tracked)
     return True
 

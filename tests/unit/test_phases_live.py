@@ -183,7 +183,7 @@ def test_verl_marked_timer_phases_show_while_open():
     ex = Exporter(run="r", serve=False, gpu="off")
     try:
         assert track_loaded_phase_timers(ex) >= 1
-        assert track_loaded_phase_timers(ex) == 0          # idempotent
+        assert track_loaded_phase_timers(ex) == 0          # idempotent: wrapped once
         timing = {}
         with trainer_module.marked_timer("step", timing):
             with trainer_module.marked_timer("gen", timing, color="red"):
@@ -221,3 +221,31 @@ def test_areal_record_timing_phases_show_while_open():
     finally:
         stats_tracker.record_timing = orig
         ex.close()
+
+
+def test_phase_call_wrapper_retargets_and_passes_results_and_errors():
+    from exporter.timers import track_phase_call
+
+    class Trainer:
+        def _generate_and_score_completions(self, inputs):
+            return ("generated", Trainer.seen())
+
+        def boom(self):
+            raise RuntimeError("x")
+
+    ex1 = Exporter(run="a", serve=False, gpu="off")
+    ex2 = Exporter(run="b", serve=False, gpu="off")
+    try:
+        Trainer.seen = staticmethod(lambda: ex2._rlx_live_phases.current())
+        assert track_phase_call(ex1, Trainer, "_generate_and_score_completions", "generate")
+        assert not track_phase_call(ex2, Trainer, "_generate_and_score_completions", "generate")
+        assert track_phase_call(ex2, Trainer, "boom", "boom")
+        assert Trainer()._generate_and_score_completions({}) == ("generated", "generate")
+        assert scrape(ex2)[(MEDIAN, (("phase", "generate"),))] >= 0   # the newer exporter
+        assert (MEDIAN, (("phase", "generate"),)) not in scrape(ex1)
+        with pytest.raises(RuntimeError):
+            Trainer().boom()
+        assert ex2._rlx_live_phases.current() == "none"
+    finally:
+        ex1.close()
+        ex2.close()
