@@ -516,3 +516,49 @@ def track_loaded_phase_timers(exporter, prefixes=("verl.",), attr: str = "marked
             except Exception as e:
                 _error(exporter, "timer", e)
     return n
+
+
+def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end") -> bool:
+    """Phases in progress from a start(name)/end(name) timer class: slime's and Miles'
+    Timer (slime/utils/timer.py; its `with timer("train")`, @timer and inverse_timer all go
+    through Timer.start/end). Same retarget rules as track_phase_timer()."""
+    orig_start, orig_end = getattr(cls, start, None), getattr(cls, end, None)
+    if orig_start is None or orig_end is None:
+        return False
+    target = getattr(orig_start, "_rlx_exporter", None)
+    if target is not None:
+        target[0] = exporter
+        return False
+    holder = [exporter]
+
+    def phase_of(args, kwargs):
+        name = args[0] if args else kwargs.get("name")
+        return None if name is None else str(name)
+
+    @functools.wraps(orig_start)
+    def started(self, *args, **kwargs):
+        result = orig_start(self, *args, **kwargs)   # raises first on a double start
+        try:
+            phase = phase_of(args, kwargs)
+            if phase is not None:
+                live_phases_of(holder[0]).open(phase)
+        except Exception as e:
+            _error(holder[0], "timer", e)
+        return result
+
+    @functools.wraps(orig_end)
+    def ended(self, *args, **kwargs):
+        try:
+            return orig_end(self, *args, **kwargs)
+        finally:
+            try:
+                phase = phase_of(args, kwargs)
+                if phase is not None:
+                    live_phases_of(holder[0]).close(phase)
+            except Exception as e:
+                _error(holder[0], "timer", e)
+
+    started._rlx_exporter = holder
+    setattr(cls, start, started)
+    setattr(cls, end, ended)
+    return True

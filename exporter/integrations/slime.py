@@ -101,6 +101,7 @@ class SlimeTracker:
             kw.setdefault("algorithm", str(algo) if algo else None)
             exporter = make_exporter(self.framework, **kw)
         self.exporter = exporter
+        _track_phases(exporter)
 
     def log(self, metrics, step_key: str | None = None, step=None):
         if self._finished:
@@ -120,6 +121,20 @@ class SlimeTracker:
 
 
 _tracker: SlimeTracker | None = None
+
+
+def _track_phases(exporter) -> None:
+    """Phases in progress: slime's/Miles' Timer phases (train, actor_train, update_weights, ...)."""
+    for name in ("slime.utils.timer", "miles.utils.timer"):
+        try:
+            mod = importlib.import_module(name)
+        except Exception:
+            continue
+        try:
+            from ..timers import track_start_end_timer
+            track_start_end_timer(exporter, mod.Timer)
+        except Exception as e:
+            log.info("rl-exporter (slime): phases in progress off: %r", e)
 
 
 def register(module=None, **kwargs):

@@ -249,3 +249,47 @@ def test_phase_call_wrapper_retargets_and_passes_results_and_errors():
     finally:
         ex1.close()
         ex2.close()
+
+
+def test_slime_timer_start_end_phases_show_while_open():
+    """A class with slime's Timer shape (slime/utils/timer.py: start(name)/end(name) on a
+    singleton; context() and inverse_timer go through them)."""
+    import contextlib
+
+    from exporter.timers import track_start_end_timer
+
+    class Timer:
+        def __init__(self):
+            self.timers, self.start_time = {}, {}
+
+        def start(self, name):
+            assert name not in self.start_time, f"Timer {name} already started."
+            self.start_time[name] = time.time()
+
+        def end(self, name):
+            assert name in self.start_time, f"Timer {name} not started."
+            self.timers[name] = self.timers.get(name, 0) + time.time() - self.start_time.pop(name)
+
+        @contextlib.contextmanager
+        def context(self, name):
+            self.start(name)
+            try:
+                yield
+            finally:
+                self.end(name)
+
+    ex = Exporter(run="r", serve=False, gpu="off")
+    try:
+        assert track_start_end_timer(ex, Timer)
+        t = Timer()
+        with t.context("train"):
+            assert ex._rlx_live_phases.current() == "train"
+            t.end("train")                                  # inverse_timer: paused
+            assert ex._rlx_live_phases.current() == "none"
+            t.start("train")
+        assert "train" in t.timers and ex._rlx_live_phases.current() == "none"
+        with pytest.raises(AssertionError):                 # slime's own checks still run
+            t.end("never-started")
+        assert ex._rlx_live_phases.current() == "none"
+    finally:
+        ex.close()
