@@ -31,6 +31,7 @@ import functools
 import importlib
 import logging
 import os
+import sys
 
 from ._common import disabled, exporter_kwargs, make_exporter, metric_values
 
@@ -126,9 +127,8 @@ _tracker: SlimeTracker | None = None
 def _track_phases(exporter) -> None:
     """Phases in progress: slime's/Miles' Timer phases (train, actor_train, update_weights, ...)."""
     for name in ("slime.utils.timer", "miles.utils.timer"):
-        try:
-            mod = importlib.import_module(name)
-        except Exception:
+        mod = sys.modules.get(name)  # loaded by the trainer; never imported from here
+        if mod is None:
             continue
         try:
             from ..timers import track_start_end_timer

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 from ._common import make_exporter, metric_values
 
@@ -133,8 +134,10 @@ def _track_phases(exporter) -> None:
     """Phases in progress for GRPO: generation (and scoring) vs. the rest of the optimiser
     step; GPU samples go to the innermost, so generation inside a step counts as generate."""
     try:
-        from trl import GRPOTrainer
-
+        module = sys.modules.get("trl.trainer.grpo_trainer")  # loaded when GRPO trains
+        GRPOTrainer = getattr(module, "GRPOTrainer", None)
+        if GRPOTrainer is None:
+            return
         from ..timers import track_phase_call
         track_phase_call(exporter, GRPOTrainer, "_generate_and_score_completions", "generate")
         track_phase_call(exporter, GRPOTrainer, "training_step", "training_step")

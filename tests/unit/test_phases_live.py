@@ -207,7 +207,10 @@ def test_verl_marked_timer_phases_show_while_open():
 def test_areal_record_timing_phases_show_while_open():
     """AReaL's own stats_tracker.record_timing (the installed package): the phase is in
     progress while open, and AReaL still records timeperf/<key>."""
+    import logging
+    ours = logging.getLogger("rl_exporter")
     stats_tracker = pytest.importorskip("areal.utils.stats_tracker")
+    ours.disabled = False  # AReaL's logging dictConfig disables loggers created before it
     from exporter.timers import track_phase_timer
     orig = stats_tracker.record_timing
     ex = Exporter(run="r", serve=False, gpu="off")
