@@ -433,6 +433,138 @@ CAUSES: list[tuple[str, str]] = [
 ]
 
 
+# ================================================================== phases in progress, GPU time by
+# phase, rollout engines. One self-contained block: thresholds, alerts and an inhibition.
+# Engine series (vllm:*, sglang:*) are named in exporter/catalog/engines.py, copied from the
+# engines' source; they reach Prometheus with the run's `run` label through the PodMonitor
+# relabelling (docs/rollout-engines.md).
+CONFIG.update({
+    # A phase is hung when open longer than max(floor, factor x its median over its last 20
+    # occurrences). Miles' advisory uses 6x and 30 min; the floor here is 10 min so a hang
+    # inside gen pages before RLRunStalled (max(15 min, 5 x longest step) + 5 min) on the usual
+    # 1-5 min steps. A phase with no closed occurrence yet (the first step) waits for the
+    # longer no-history limit: first steps compile and warm up.
+    "phase_hung_factor": 6,
+    "phase_hung_floor_seconds": Dur(600),
+    "phase_hung_no_history_seconds": Dur(3600),
+    # Phase names that mean "generating rollouts" (veRL gen, slime/Miles rollout, AReaL
+    # rollout, TRL generate).
+    "rollout_phases": "gen|generate|generation|rollout|generate_sequences",
+    # Rollout GPUs idle: idle fraction of NVML-sampled GPU time during rollout phases. 0.8 is
+    # this project's heuristic for "waiting, not generating" (a tuned rollout runs 50-90 % busy).
+    "rollout_gpu_idle_ratio": 0.8,
+    # ... or a rollout phase open this long while every engine of the run runs 0 requests.
+    "rollout_engine_idle_seconds": Dur(300),
+    # Miles' advisory: aborts > 5 % over 30 min with >= 100 requests.
+    "abort_window": Dur(1800),
+    "engine_abort_ratio": 0.05,
+    "engine_abort_min_requests": 100,
+    # KV-cache thrash: Miles flags KV > 90 % with concurrency < 50 % of the cap; the cap
+    # (max_num_seqs) is not in the engines' exposition, so preemptions (vLLM) / retractions
+    # (SGLang) in the window stand in for "the cache, not the cap, limits concurrency".
+    "kv_cache_high_ratio": 0.9,
+    "kv_thrash_preemptions": 10,
+    # Long tail: p99 over p50 of end-to-end request latency (no source gives a bound; a
+    # lognormal healthy rollout measures 2-3 in the stand-in, 5 means stragglers hold the step).
+    "long_tail_ratio": 5,
+    # Prometheus job(s) that scrape the rollout engines (Helm: the PodMonitor sets job).
+    "engine_job_selector": 'job=~".*(rollout-engine|vllm|sglang).*"',
+})
+
+_ROLLOUT = '{{phase=~"{rollout_phases}"}}'
+
+
+def _tail(metric: str) -> str:
+    q = "histogram_quantile({q}, sum by (run, le) (rate(" + metric + "_bucket[{{short_window}}])))"
+    return q.format(q="0.99") + "\n/ " + q.format(q="0.5") + "\n> {long_tail_ratio}"
+
+
+ALERTS += [
+    Alert("RLPhaseHung", "critical",
+          "(time() - max by (run, instance, phase) (rl_phase_in_progress_start_timestamp_seconds))\n"
+          "> on (run, instance, phase) (\n"
+          "  clamp_min({phase_hung_factor} * max by (run, instance, phase) "
+          "(rl_phase_recent_median_duration_seconds), {phase_hung_floor_seconds})\n"
+          "  or on (run, instance, phase)\n"
+          "  (0 * max by (run, instance, phase) (rl_phase_in_progress_start_timestamp_seconds) "
+          "+ {phase_hung_no_history_seconds})\n)",
+          Dur(120), "A training phase has been open far longer than it usually takes: hung inside a step.",
+          f"Run {R}: phase {{{{ $labels.phase }}}} has been open for {{{{ $value | humanizeDuration }}}}, "
+          "over [[phase_hung_factor]]x its recent median and the floor.",
+          ("rl_phase_in_progress_start_timestamp_seconds", "rl_phase_recent_median_duration_seconds")),
+    Alert("RLRolloutGPUIdle", "warning",
+          "(\n"
+          f"  sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{short_window}}]))\n"
+          f"  / (sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{short_window}}]))\n"
+          f"     + sum by (run) (rate(hw_gpu_phase_busy_seconds_total{_ROLLOUT}[{{short_window}}])))\n"
+          "  > {rollout_gpu_idle_ratio}\n)\n"
+          "or\n(\n"
+          "  1 - clamp_max(sum by (run) (\n"
+          "    max_over_time(vllm:num_requests_running[{short_window}])\n"
+          "    or max_over_time(sglang:num_running_reqs[{short_window}])), 1) == 1\n"
+          "  and on (run)\n"
+          f"  max by (run) (time() - rl_phase_in_progress_start_timestamp_seconds{_ROLLOUT})"
+          " > {rollout_engine_idle_seconds}\n)",
+          Dur(600), "Rollout GPUs sit idle while the run waits for rollouts.",
+          f"Run {R}: {{{{ $value | humanizePercentage }}}} of rollout GPU time is idle while a rollout "
+          "phase is in progress (NVML per-phase time, or engines running no request).",
+          ("rl_phase_in_progress_start_timestamp_seconds",)),
+    Alert("RLRolloutAbortsHigh", "warning",
+          "(\n"
+          '  sum by (run) (increase(vllm:request_success_total{{finished_reason="abort"}}[{abort_window}]))\n'
+          "  / sum by (run) (increase(vllm:request_success_total[{abort_window}])) > {engine_abort_ratio}\n"
+          "  and on (run) sum by (run) (increase(vllm:request_success_total[{abort_window}]))"
+          " >= {engine_abort_min_requests}\n)\nor\n(\n"
+          "  sum by (run) (increase(sglang:num_aborted_requests_total[{abort_window}]))\n"
+          "  / (sum by (run) (increase(sglang:num_requests_total[{abort_window}]))\n"
+          "     + sum by (run) (increase(sglang:num_aborted_requests_total[{abort_window}])))"
+          " > {engine_abort_ratio}\n"
+          "  and on (run) (sum by (run) (increase(sglang:num_requests_total[{abort_window}]))\n"
+          "     + sum by (run) (increase(sglang:num_aborted_requests_total[{abort_window}])))"
+          " >= {engine_abort_min_requests}\n)",
+          Dur(300), "The rollout engines abort a large share of requests.",
+          f"Run {R}: {{{{ $value | humanizePercentage }}}} of rollout requests were aborted over the "
+          "abort window.",
+          ()),
+    Alert("RLRolloutKVCacheThrash", "warning",
+          "(\n"
+          "  max by (run, instance) (avg_over_time(vllm:kv_cache_usage_perc[{short_window}]))"
+          " > {kv_cache_high_ratio}\n"
+          "  and on (run, instance)\n"
+          "  sum by (run, instance) (increase(vllm:num_preemptions_total[{short_window}]))"
+          " > {kv_thrash_preemptions}\n)\nor\n(\n"
+          "  max by (run, instance) (avg_over_time(sglang:token_usage[{short_window}]))"
+          " > {kv_cache_high_ratio}\n"
+          "  and on (run, instance)\n"
+          "  sum by (run, instance) (increase(sglang:num_retracted_requests_total[{short_window}]))"
+          " > {kv_thrash_preemptions}\n)",
+          Dur(600), "A rollout engine's KV cache is full and it keeps preempting requests.",
+          f"Run {R}: engine {{{{ $labels.instance }}}} KV cache is {{{{ $value | humanizePercentage }}}} "
+          "full while it keeps preempting (recomputing) requests.",
+          ()),
+    Alert("RLRolloutLongTail", "warning",
+          "(\n" + _tail("vllm:e2e_request_latency_seconds") + "\n)\nor\n(\n" +
+          _tail("sglang:e2e_request_latency_seconds") + "\n)",
+          Dur(900), "A few very long rollout requests hold up every step (p99 far above p50).",
+          f"Run {R}: rollout request latency p99 is {{{{ printf \"%.1f\" $value }}}}x the median.",
+          ()),
+    Alert("RLRolloutEngineDown", "critical",
+          "max by (run, job, instance) (up{{{engine_job_selector}}} == 0)\n"
+          "and on (run)\ncount by (run) (rl_run_info)",
+          Dur(120), "A rollout engine target is down while its trainer is still running.",
+          f"Run {R}: rollout engine {{{{ $labels.instance }}}} is down (up == {{{{ $value }}}}) while "
+          "the trainer still exports.",
+          ("rl_run_info",)),
+]
+
+# A hung phase explains the run-level stall; a dead engine explains hung rollouts and idle GPUs.
+CAUSES += [
+    ("RLPhaseHung", "RLRunStalled"),
+    ("RLRolloutEngineDown", "RLPhaseHung"),
+    ("RLRolloutEngineDown", "RLRolloutGPUIdle"),
+]
+
+
 # ------------------------------------------------------------------ rendering
 def duration(seconds: float) -> str:
     """Prometheus duration string, largest exact units (e.g. 5400 -> 1h30m, 0.25 -> 250ms)."""

@@ -37,3 +37,22 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     # a healthy trainer that dies after 30 steps: its exporter goes with it
     "crash": {"RLExporterDown": ()},
 }
+
+# Phases in progress and GPU time by phase (exporter/demo/scenarios.py phase_series): a hang
+# inside gen stalls the run too, so RLRunStalled fires as well (after RLPhaseHung).
+EXPECTED.update({
+    "gen-hang": {"RLPhaseHung": ("rl_phase_in_progress_start_timestamp_seconds",),
+                 "RLRolloutGPUIdle": ("hw_gpu_phase_idle_seconds_total",), "RLRunStalled": ()},
+    "rollout-long-tail": {"RLRolloutGPUIdle": ("hw_gpu_phase_idle_seconds_total",)},
+})
+
+# Alerts on the rollout engines' own series: proven end to end against the stand-in engine
+# (`python -m exporter.demo.engine --scenario S`) scraped beside the demo with the run's label
+# (tests/integration/test_engines_e2e.py). engine scenario -> alerts it must fire.
+ENGINE_EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
+    "healthy": {},
+    "long-tail": {"RLRolloutLongTail": ()},
+    "aborts": {"RLRolloutAbortsHigh": ()},
+    "kv-thrash": {"RLRolloutKVCacheThrash": ()},
+    "down": {"RLRolloutEngineDown": ()},
+}

@@ -3,7 +3,7 @@ MFU, tokens/s per GPU and each phase's share of the step."""
 from __future__ import annotations
 
 from . import names as n
-from .common import GPU, RATE, bars, mean, q, qi, sel, timeline, ts
+from .common import GPU, RATE, TIMER, bars, mean, q, qi, sel, timeline, ts
 from .model import Dashboard, Row
 
 G = "{{run}} gpu{{gpu}}"
@@ -58,6 +58,113 @@ ROWS = [
              "gen below 0.5 and update_actor below 0.4 (seed 004 section 11.2, heuristic).",
              qi(STEP_SHARE, "{{run}} {{phase}}"), unit="percentunit", min=0, max=1,
              thresholds=[(None, "green"), (0.4, "yellow"), (0.5, "red")]),
+    ]),
+]
+
+# ------------------------------------------------------------------ GPU time by phase, rollout engines
+# Per-phase GPU seconds come from the NVML sampler charging each sample to the open timer; the
+# engine panels read vLLM's and SGLang's own series (names: exporter/catalog/engines.py), which
+# carry `run` through the scrape's relabelling but not our `job`, so they are scoped without it.
+E = 'namespace=~"$namespace", run=~"$run"'
+ENGINE = ("Prometheus scrapes the rollout engines' /metrics with the run label "
+          "(docs/rollout-engines.md)")
+ROLLOUT = 'phase=~"gen|generate|generation|rollout|generate_sequences"'
+
+
+def _phase_rate(metric: str, extra: str = "") -> str:
+    return f"sum by (run, phase) (rate({sel(metric, extra)}[{RATE}]))"
+
+
+def _quantile(q_: float, metric: str) -> str:
+    return f"histogram_quantile({q_}, sum by (run, le) (rate({metric}_bucket{{{E}}}[{RATE}])))"
+
+
+IDLE_BY_PHASE = (f"{_phase_rate(n.GPU_PHASE_IDLE)}\n/ ({_phase_rate(n.GPU_PHASE_IDLE)}"
+                 f" + {_phase_rate(n.GPU_PHASE_BUSY)})")
+
+ROWS += [
+    Row("GPU time by phase", [
+        ts("Idle GPU fraction by phase", "Share of each phase's NVML-sampled GPU time in which no "
+           "kernel ran (idle / (idle + busy) seconds per phase).",
+           "low in update phases; in gen it depends on the engine (this project's heuristic: "
+           "above 0.8 for 10 min is RLRolloutGPUIdle).",
+           q(IDLE_BY_PHASE, "{{run}} {{phase}}"), unit="percentunit", min=0, max=1, gate=GPU,
+           thresholds=[(None, "green"), (0.5, "yellow"), (0.8, "red")]),
+        bars("GPU seconds by phase, last hour", "Busy and idle GPU seconds per phase over the last "
+             "hour, all GPUs of the run.",
+             "most seconds in gen and update_actor, mostly busy; large idle bars are waiting.",
+             qi(f"sum by (run, phase) (increase({sel(n.GPU_PHASE_BUSY)}[1h]))",
+                "{{run}} {{phase}} busy"),
+             qi(f"sum by (run, phase) (increase({sel(n.GPU_PHASE_IDLE)}[1h]))",
+                "{{run}} {{phase}} idle"), unit="s", min=0, gate=GPU),
+        ts("Phases in progress vs their median", "How long each open phase has been open, next to "
+           "the median of its recent occurrences.",
+           "open time stays under a few medians; a line climbing past 6x the median and 10 min is "
+           "a hang (RLPhaseHung).",
+           q(f"time() - {sel('rl_phase_in_progress_start_timestamp_seconds')}", "{{run}} {{phase}} open",
+             gate=TIMER),
+           q(sel("rl_phase_recent_median_duration_seconds"), "{{run}} {{phase}} median"),
+           unit="s", min=0),
+        ts("GPU memory peak by phase", "Highest device memory in use sampled during the latest "
+           "occurrence of each phase.",
+           "below the limit with headroom; the phase that peaks is the one to shrink.",
+           q(f"max by (run, phase) ({sel(n.GPU_PHASE_MEMORY_PEAK)})", "{{run}} {{phase}}"),
+           unit="bytes", min=0, gate=GPU),
+    ]),
+    Row("Rollout engines (vLLM / SGLang)", [
+        timeline("Training phase in progress", "Which timer phase the trainer has open, on the "
+                 "same time axis as the engine panels below.",
+                 "gen and update phases alternate; one phase that never ends is a hang.",
+                 q(f"count by (run, phase) ({sel('rl_phase_in_progress_start_timestamp_seconds')} > 0)",
+                   "{{run}} {{phase}}"),
+                 unit="none", gate=TIMER, width=24,
+                 mappings=[{"type": "value", "options": {"1": {"text": "open", "color": "blue"}}}],
+                 thresholds=[(None, "blue")]),
+        ts("Running and waiting requests", "Requests in the engines' batches and in their queues "
+           "(vLLM num_requests_running/waiting, SGLang num_running_reqs/num_queue_reqs).",
+           "running near the concurrency cap during gen, 0 between rollouts; a growing queue with "
+           "few running is KV-cache pressure.",
+           q(f"sum by (run) (vllm:num_requests_running{{{E}}})", "{{run}} vLLM running"),
+           q(f"sum by (run) (vllm:num_requests_waiting{{{E}}})", "{{run}} vLLM waiting"),
+           q(f"sum by (run) (sglang:num_running_reqs{{{E}}})", "{{run}} SGLang running"),
+           q(f"sum by (run) (sglang:num_queue_reqs{{{E}}})", "{{run}} SGLang waiting"),
+           unit="short", min=0, gate=ENGINE),
+        ts("KV-cache usage", "KV-cache blocks in use per engine (vLLM kv_cache_usage_perc, "
+           "SGLang token_usage).",
+           "high during gen is by design; above 0.9 together with preemptions is thrash "
+           "(Miles' advisory: KV > 90 % with concurrency under half the cap).",
+           q(f"max by (run, instance) (vllm:kv_cache_usage_perc{{{E}}})", "{{run}} {{instance}}"),
+           q(f"max by (run, instance) (sglang:token_usage{{{E}}})", "{{run}} {{instance}}"),
+           unit="percentunit", min=0, max=1, gate=ENGINE,
+           thresholds=[(None, "green"), (0.9, "red")]),
+        ts("Preemptions per second", "Requests preempted (vLLM num_preemptions) or retracted "
+           "(SGLang num_retracted_requests) per second: their KV is dropped and recomputed.",
+           "0; a steady rate means the cache is too small for the concurrency.",
+           q(f"sum by (run) (rate(vllm:num_preemptions_total{{{E}}}[{RATE}]))", "{{run}} vLLM"),
+           q(f"sum by (run) (rate(sglang:num_retracted_requests_total{{{E}}}[{RATE}]))", "{{run}} SGLang"),
+           unit="reqps", min=0, gate=ENGINE),
+        ts("Generation tokens/s", "Output tokens generated per second, all engines of the run.",
+           "steady during gen, 0 between rollouts; a drop at constant running requests is slower "
+           "decoding.",
+           q(f"sum by (run) (rate(vllm:generation_tokens_total{{{E}}}[{RATE}]))", "{{run}} vLLM"),
+           q(f"sum by (run) (rate(sglang:generation_tokens_total{{{E}}}[{RATE}]))", "{{run}} SGLang"),
+           unit="short", min=0, gate=ENGINE),
+        ts("Finish reasons", "Requests finished per second by reason: stop (EOS or stop string), "
+           "length (hit max_tokens: the engine's view of truncation), abort.",
+           "mostly stop; length tracks rl_response_truncated_ratio; abort under 5 % (Miles' advisory).",
+           q(f"sum by (run, finished_reason) (rate(vllm:request_success_total{{{E}}}[{RATE}]))",
+             "{{run}} {{finished_reason}}"),
+           q(f"sum by (run) (rate(sglang:num_aborted_requests_total{{{E}}}[{RATE}]))", "{{run}} abort (SGLang)"),
+           unit="reqps", min=0, stack=True, gate=ENGINE),
+        ts("End-to-end latency p50 vs p99", "Request latency quantiles from the engines' "
+           "e2e_request_latency_seconds histograms: the gap is the long tail that holds each step.",
+           "p99 within a few times p50 (this project's heuristic: over 5x for 15 min is "
+           "RLRolloutLongTail).",
+           q(_quantile(0.5, "vllm:e2e_request_latency_seconds"), "{{run}} vLLM p50"),
+           q(_quantile(0.99, "vllm:e2e_request_latency_seconds"), "{{run}} vLLM p99"),
+           q(_quantile(0.5, "sglang:e2e_request_latency_seconds"), "{{run}} SGLang p50"),
+           q(_quantile(0.99, "sglang:e2e_request_latency_seconds"), "{{run}} SGLang p99"),
+           unit="s", min=0, gate=ENGINE, width=16),
     ]),
 ]
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exporter.catalog import CATALOG
+from exporter.catalog.engines import NAMES as ENGINE_SERIES
 
 # GPU panels query only these names (dashboards/gpu.py imports them from here).
 GPU_UTILIZATION = "hw_gpu_utilization_ratio"
@@ -21,8 +22,12 @@ GPU_ENERGY = "hw_gpu_energy_joules_total"
 GPU_TEMPERATURE = "hw_gpu_temperature_celsius"
 GPU_CLOCK = "hw_gpu_clock_hertz"                 # label clock
 GPU_CLOCK_EVENT = "hw_gpu_clock_event_active"    # label reason
+GPU_PHASE_BUSY = "hw_gpu_phase_busy_seconds_total"       # label phase
+GPU_PHASE_IDLE = "hw_gpu_phase_idle_seconds_total"       # label phase
+GPU_PHASE_MEMORY_PEAK = "hw_gpu_phase_memory_peak_bytes"  # label phase
 GPU_METRICS = (GPU_UTILIZATION, GPU_MEMORY_USAGE, GPU_MEMORY_LIMIT, GPU_POWER,
-                       GPU_ENERGY, GPU_TEMPERATURE, GPU_CLOCK, GPU_CLOCK_EVENT)
+                       GPU_ENERGY, GPU_TEMPERATURE, GPU_CLOCK, GPU_CLOCK_EVENT,
+                       GPU_PHASE_BUSY, GPU_PHASE_IDLE, GPU_PHASE_MEMORY_PEAK)
 
 # Series Prometheus creates itself.
 PROMETHEUS_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE", "up"})
@@ -65,6 +70,8 @@ def classify(name: str, records: frozenset[str], catalog_names=None) -> str:
         return "catalog"
     if name in PROMETHEUS_SERIES:
         return "prometheus"
+    if name in ENGINE_SERIES:  # vLLM/SGLang's own series, named from their source
+        return "engine"
     if ":" in name:
         return "recording" if RECORDING_RULE.match(name) and name in records else "unknown"
     return "unknown"

@@ -34,6 +34,8 @@ import os
 import threading
 import time
 
+from .catalog import sanitize_label_value
+
 log = logging.getLogger("rl_exporter")
 
 # (label value, pynvml constant, numeric fallback) for clock event (throttle) reasons.
@@ -127,6 +129,8 @@ class Device:
         self.acc: dict = {}               # wrap-accumulated counters: key -> [last raw, total]
         self.labels: tuple = ()
         self.state_labels: tuple = ()
+        self.last_sample: float | None = None  # monotonic time of the previous pass (per-phase split)
+        self.peak_of: dict = {}               # phase -> occurrence start the memory peak belongs to
 
 
 def parse_visible(env: str | None, devices: list[Device]) -> tuple[list[Device], list[str]]:
@@ -184,6 +188,9 @@ class GPUSampler:
         self._thread: threading.Thread | None = None
         self._metrics = store.catalog.metrics
         self._started = False
+        # Anything with current() -> phase name and started(phase) -> occurrence key (timers.py
+        # LivePhases); set by start_sampler. None: no per-phase attribution.
+        self.phases = None
 
     # ------------------------------------------------------------ lifecycle
     def start(self, thread: bool = True) -> "GPUSampler":
@@ -359,6 +366,12 @@ class GPUSampler:
     def sample(self) -> None:
         """One pass over every GPU (the thread calls this; tests and benchmarks may too)."""
         t0 = time.perf_counter()
+        phase = None
+        if self.phases is not None:
+            try:
+                phase = self.phases.current()
+            except Exception as e:
+                self._count("all", "phase", type(e).__name__.lower())
         for d in self.devices:
             if d.lost:
                 if not self._probe(d):
@@ -375,6 +388,8 @@ class GPUSampler:
             if not d.lost:
                 self.store.set_state("hw_gpu_status", "degraded" if d.degraded else "ok",
                                      d.state_labels)
+                if phase is not None:
+                    self._attribute(d, phase, time.monotonic())
         self.samples += 1
         self.last_duration = time.perf_counter() - t0
         self.store.set("rl_exporter_gpu_samples_total", self.samples)
@@ -511,6 +526,37 @@ class GPUSampler:
         elif ("hw_gpu_process_memory_usage_bytes", ()) in d.sids:
             self._set(d, "hw_gpu_process_memory_usage_bytes", (), math.nan)
 
+    # ------------------------------------------------------------ per-phase attribution
+    def _attribute(self, d: Device, phase: str, now: float) -> None:
+        """Charge the time since this GPU's previous sample to `phase` (the phase in progress
+        now), split busy/idle by utilization.gpu; track the phase's memory peak. A sampling
+        estimate: over many samples each phase gets its share of wall time, to within one
+        sampling interval per phase boundary."""
+        last, d.last_sample = d.last_sample, now
+        values = self.store.values
+        label = (("phase", sanitize_label_value(phase)),)
+        sid = d.sids.get(("hw_gpu_utilization_ratio", (("task", "general"),)))
+        util = values[sid] if sid is not None else math.nan
+        if last is not None and util == util:
+            dt = now - last
+            util = min(1.0, max(0.0, util))
+            busy = self._sid(d, "hw_gpu_phase_busy_seconds_total", label)
+            idle = self._sid(d, "hw_gpu_phase_idle_seconds_total", label)
+            if busy is not None and idle is not None:
+                values[busy] += dt * util
+                values[idle] += dt * (1.0 - util)
+        sid = d.sids.get(("hw_gpu_memory_usage_bytes", ()))
+        used = values[sid] if sid is not None else math.nan
+        if used == used:
+            started = self.phases.started(phase) if phase != "none" else None
+            peak = self._sid(d, "hw_gpu_phase_memory_peak_bytes", label)
+            if peak is not None:
+                if d.peak_of.get(phase, ()) != started or values[peak] != values[peak]:
+                    d.peak_of[phase] = started  # a new occurrence of the phase: a new peak
+                    values[peak] = used
+                elif used > values[peak]:
+                    values[peak] = used
+
     _QUERIES = (("utilization", _q_utilization), ("memory", _q_memory), ("power", _q_power),
                 ("power_limit", _q_power_limit), ("energy", _q_energy),
                 ("temperature", _q_temperature), ("clocks", _q_clocks),
@@ -538,6 +584,11 @@ def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPU
             log.error("rl-exporter: gpu=%r is not one of auto|on|off|local; using auto", gpu)
         mode, explicit = "all", False
     sampler = GPUSampler(exporter.store, interval=interval, rank=exporter.rank, mode=mode, nvml=nvml)
+    try:  # per-phase GPU time: the timers' view of which phase is open
+        from .timers import live_phases_of
+        sampler.phases = live_phases_of(exporter)
+    except Exception as e:
+        log.warning("rl-exporter: per-phase GPU attribution off: %r", e)
     try:
         sampler.start()
     except NVMLUnavailable as e:

@@ -18,11 +18,20 @@ and its device events completed, each phase's total lands on
     rl_phase_timing_seconds{run,phase}        (OTel histogram: one observation per step)
     rl_phase_time_per_token_seconds{phase}    (when token counts were given)
 A window that never sees a log() (the last one at close()) is not published.
+
+Phases in progress (LivePhases, below): while a phase is open its start is exported at once
+    rl_phase_in_progress_start_timestamp_seconds{phase}   (NaN when not open)
+    rl_phase_recent_median_duration_seconds{phase}        (median of its last 20 occurrences)
+so a hang inside a step is one PromQL comparison away, and the NVML sampler charges each GPU
+sample to the phase open at the time (exporter/gpu.py). track_phase_timer() does the same for a
+framework's own phase timer (veRL's marked_timer) without timing the phase twice.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import math
 import sys
 import threading
 import time
@@ -215,6 +224,7 @@ class PhaseTimers:
         self.published = 0                        # windows published
         self.resolver = resolver if resolver is not None else resolver_of(exporter)
         self.resolver.add_ticker(self._tick)
+        self.live = live_phases_of(exporter)
 
     # ------------------------------------------------------------ caller thread
     def timer(self, phase, tokens=None, cuda=None) -> Phase:
@@ -237,6 +247,7 @@ class PhaseTimers:
         depth[phase] = d + 1
         if d:
             return None  # the same phase nested in itself: only the outermost counts
+        self.live.open(phase)
         wid = self._window_id()
         if cuda is None:
             cuda = self._event_factory is not None or _cuda_in_use()
@@ -251,6 +262,7 @@ class PhaseTimers:
         depth[phase] = max(0, depth.get(phase, 1) - 1)
         if state is None:
             return
+        self.live.close(phase)
         wid, start_ev, t0 = state
         if start_ev is None:
             dt = self._clock() - t0
@@ -321,3 +333,232 @@ class PhaseTimers:
 
 def timers_of(exporter) -> PhaseTimers:
     return attached(exporter, "_rlx_timers", PhaseTimers)
+
+
+# ================================================================ phases in progress
+IN_PROGRESS = "rl_phase_in_progress_start_timestamp_seconds"
+RECENT_MEDIAN = "rl_phase_recent_median_duration_seconds"
+MEDIAN_OF = 20     # closed occurrences the median is taken over
+NO_PHASE = "none"  # GPU samples taken while no timer is open
+
+
+class LivePhases:
+    """Which phases are open right now, per exporter (timers publish only when a step's
+    window closes, so without this a hang inside `gen` is invisible until the step ends).
+
+    open()/close() come from the timer's thread (outermost occurrence of a phase on that
+    thread only); the NVML sampler reads current(). While a phase is open,
+    rl_phase_in_progress_start_timestamp_seconds{phase} holds the wall-clock start of its
+    oldest open occurrence; NaN once none is open. Each close adds its wall-clock duration
+    to the phase's last MEDIAN_OF durations, whose median is published beside it."""
+
+    def __init__(self, exporter, clock=time.monotonic, wall=time.time):
+        self.exporter = exporter
+        self._clock, self._wall = clock, wall
+        self._lock = threading.Lock()
+        self._open: dict[str, list] = {}       # phase -> [(monotonic start, wall start, seq), ...]
+        self._recent: dict[str, deque] = {}
+        self._seq = 0
+        self._labels: dict[str, tuple] = {}
+
+    def _sids(self, phase: str) -> tuple:
+        """(start series id, median series id) of a phase, created once (None past the
+        store's series limit: that phase is then not tracked)."""
+        sids = self._labels.get(phase)
+        if sids is None:
+            store = self.exporter.store
+            lab = (("phase", sanitize_label_value(phase)),)
+            metrics = store.catalog.metrics
+            sids = self._labels[phase] = (store.series_id(metrics[IN_PROGRESS], lab),
+                                          store.series_id(metrics[RECENT_MEDIAN], lab))
+        return sids
+
+    def open(self, phase: str) -> None:
+        with self._lock:
+            self._seq += 1
+            starts = self._open.setdefault(phase, [])
+            starts.append((self._clock(), self._wall(), self._seq))
+            oldest = starts[0][1]
+        start_sid = self._sids(phase)[0]
+        if start_sid is not None:
+            self.exporter.store.values[start_sid] = oldest
+
+    def close(self, phase: str) -> None:
+        """Close the most recent open occurrence of `phase` (timers nest per thread, so the
+        last opened is the one ending in the common single-thread case)."""
+        with self._lock:
+            starts = self._open.get(phase)
+            if not starts:
+                return
+            t0, _, _ = starts.pop()
+            dur = max(0.0, self._clock() - t0)
+            recent = self._recent.get(phase)
+            if recent is None:
+                recent = self._recent[phase] = deque(maxlen=MEDIAN_OF)
+            recent.append(dur)
+            median = _median(recent)
+            oldest = starts[0][1] if starts else math.nan
+        start_sid, median_sid = self._sids(phase)
+        values = self.exporter.store.values
+        if median_sid is not None:
+            values[median_sid] = median
+        if start_sid is not None:
+            values[start_sid] = oldest
+
+    def current(self) -> str:
+        """The phase a GPU sample taken now belongs to: the most recently opened phase still
+        open (an inner `gen` inside an outer `step`), or NO_PHASE."""
+        best, seq = NO_PHASE, -1
+        with self._lock:
+            for phase, starts in self._open.items():
+                if starts and starts[-1][2] > seq:
+                    best, seq = phase, starts[-1][2]
+        return best
+
+    def started(self, phase: str) -> float | None:
+        """Monotonic start of the oldest open occurrence of `phase` (None when closed)."""
+        with self._lock:
+            starts = self._open.get(phase)
+            return starts[0][0] if starts else None
+
+
+def _median(values) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+def live_phases_of(exporter) -> LivePhases:
+    return attached(exporter, "_rlx_live_phases", LivePhases)
+
+
+def track_phase_timer(exporter, owner, attr: str = "marked_timer") -> bool:
+    """Wrap a framework's own phase timer, `owner.attr(name, ...)` used as `with attr(...)`
+    (veRL's marked_timer(name, timing_raw), AReaL's stats_tracker.record_timing(key)), so
+    the phases it times show as in progress and GPU samples are charged to them. The
+    framework keeps timing and logging the phase itself (its timing_s/* keys), so nothing is
+    counted twice. Wrapping again retargets the wrapper to the newer exporter (one process,
+    successive runs); returns True when it wrapped, False when already wrapped or absent."""
+    return _track(exporter, owner, attr, None)
+
+
+def track_phase_call(exporter, owner, attr: str, phase: str) -> bool:
+    """Wrap a method or function `owner.attr` so each call is phase `phase` while it runs
+    (TRL's GRPOTrainer._generate_and_score_completions as "generate"). Same rules as
+    track_phase_timer()."""
+    return _track(exporter, owner, attr, phase)
+
+
+def _track(exporter, owner, attr, fixed_phase) -> bool:
+    orig = getattr(owner, attr, None)
+    if orig is None:
+        return False
+    target = getattr(orig, "_rlx_exporter", None)
+    if target is not None:
+        target[0] = exporter
+        return False
+    holder = [exporter]
+
+    def opened(args, kwargs):
+        ex = holder[0]
+        name = fixed_phase
+        if name is None:
+            name = args[0] if args else kwargs.get("name", kwargs.get("key"))
+        if name is None or getattr(ex, "_closed", False):
+            return ex, None
+        try:
+            phase = str(name)
+            live_phases_of(ex).open(phase)
+            return ex, phase
+        except Exception as e:
+            _error(ex, "timer", e)
+            return ex, None
+
+    def closed(ex, phase):
+        if phase is not None:
+            try:
+                live_phases_of(ex).close(phase)
+            except Exception as e:
+                _error(ex, "timer", e)
+
+    if fixed_phase is None:
+        @functools.wraps(orig)
+        @contextlib.contextmanager
+        def tracked(*args, **kwargs):
+            ex, phase = opened(args, kwargs)
+            try:
+                with orig(*args, **kwargs) as value:
+                    yield value
+            finally:
+                closed(ex, phase)
+    else:
+        @functools.wraps(orig)
+        def tracked(*args, **kwargs):
+            ex, phase = opened((), {})
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                closed(ex, phase)
+
+    tracked._rlx_exporter = holder
+    setattr(owner, attr, tracked)
+    return True
+
+
+def track_loaded_phase_timers(exporter, prefixes=("verl.",), attr: str = "marked_timer") -> int:
+    """track_phase_timer() on every loaded module under `prefixes` that imported `attr` by
+    name (veRL's trainers do `from verl.utils.debug import marked_timer`). Returns how many."""
+    n = 0
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith(prefixes) and attr in getattr(module, "__dict__", {}):
+            try:
+                n += track_phase_timer(exporter, module, attr)
+            except Exception as e:
+                _error(exporter, "timer", e)
+    return n
+
+
+def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end") -> bool:
+    """Phases in progress from a start(name)/end(name) timer class: slime's and Miles'
+    Timer (slime/utils/timer.py; its `with timer("train")`, @timer and inverse_timer all go
+    through Timer.start/end). Same retarget rules as track_phase_timer()."""
+    orig_start, orig_end = getattr(cls, start, None), getattr(cls, end, None)
+    if orig_start is None or orig_end is None:
+        return False
+    target = getattr(orig_start, "_rlx_exporter", None)
+    if target is not None:
+        target[0] = exporter
+        return False
+    holder = [exporter]
+
+    def phase_of(args, kwargs):
+        name = args[0] if args else kwargs.get("name")
+        return None if name is None else str(name)
+
+    @functools.wraps(orig_start)
+    def started(self, *args, **kwargs):
+        result = orig_start(self, *args, **kwargs)   # raises first on a double start
+        try:
+            phase = phase_of(args, kwargs)
+            if phase is not None:
+                live_phases_of(holder[0]).open(phase)
+        except Exception as e:
+            _error(holder[0], "timer", e)
+        return result
+
+    @functools.wraps(orig_end)
+    def ended(self, *args, **kwargs):
+        try:
+            return orig_end(self, *args, **kwargs)
+        finally:
+            try:
+                phase = phase_of(args, kwargs)
+                if phase is not None:
+                    live_phases_of(holder[0]).close(phase)
+            except Exception as e:
+                _error(holder[0], "timer", e)
+
+    started._rlx_exporter = holder
+    setattr(cls, start, started)
+    setattr(cls, end, ended)
+    return True

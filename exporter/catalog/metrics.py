@@ -461,3 +461,35 @@ SELF_METRICS: list[Metric] = [
       "Files of a source by state: following, waiting (not there yet), deleted (old descriptor "
       "still read).", "source", "state", agg=SUM, group="sidecar"),
 ]
+
+# ------------------------------------------------------------------ phases in progress, GPU time by
+# phase (exporter/timers.py LivePhases, exporter/gpu.py attribution). Appended as one block so the
+# lists above stay as they are. The per-GPU ones are hw_gpu_* series: they carry the GPU identity
+# (and `rank` when known) like every hw_gpu_* series does.
+_GPU_IDENTITY = ("gpu", "uuid", "gpu_model", "rank")
+METRICS.extend([
+    Metric("rl_phase_in_progress_start_timestamp_seconds", GAUGE, "s",
+           "Unix time at which the oldest still-open timer(phase) of this phase started; NaN while "
+           "the phase is not in progress. time() minus this is how long the phase has been open, "
+           "so a hang inside gen or update_actor shows before the step ends.",
+           ("phase",), MAX, group="timing"),
+    Metric("rl_phase_recent_median_duration_seconds", GAUGE, "s",
+           "Median wall-clock duration of the phase's last 20 closed occurrences (timer(phase), "
+           "outermost only). The yardstick for rl_phase_in_progress_start_timestamp_seconds.",
+           ("phase",), MAX, group="timing"),
+    Metric("hw_gpu_phase_busy_seconds_total", COUNTER, "s",
+           "GPU seconds spent busy during each phase: every NVML sample adds (seconds since the "
+           "previous sample) x utilization.gpu to the phase in progress at sample time (the most "
+           "recently opened timer; phase=none when no timer is open). Busy means a kernel ran, "
+           "not that it was efficient.",
+           _GPU_IDENTITY + ("phase",), SUM, group="gpu"),
+    Metric("hw_gpu_phase_idle_seconds_total", COUNTER, "s",
+           "GPU seconds spent idle during each phase: (seconds since the previous sample) x "
+           "(1 - utilization.gpu), attributed like hw_gpu_phase_busy_seconds_total. "
+           "idle / (idle + busy) over a window is the idle fraction of that phase.",
+           _GPU_IDENTITY + ("phase",), SUM, group="gpu"),
+    Metric("hw_gpu_phase_memory_peak_bytes", GAUGE, "By",
+           "Highest device memory in use (NVML, all processes) sampled during the latest "
+           "occurrence of each phase.",
+           _GPU_IDENTITY + ("phase",), MAX, group="gpu"),
+])

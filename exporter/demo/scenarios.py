@@ -315,3 +315,80 @@ def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, 
         # at its power limit under full load: normal, not throttling
         out.append(("hw_gpu_clock_event_active", 1.0, {**ident, "reason": "software_power_cap"}))
     return out
+
+
+# ------------------------------------------------------------------ phases in progress and GPU time
+# by phase. The NVML sampler charges each sample to the phase a timer has open (exporter/gpu.py),
+# and open timers publish their start (exporter/timers.py LivePhases); the demo writes the same
+# series from a simulated schedule: each step's wall time goes 50 % to gen (85 % busy), 30 % to
+# update_actor (97 % busy), 20 % outside any timer (5 % busy).
+def gen_hang(frame, t, rng):
+    # Multi-node GRPO hanging inside generation: no step completes, no log line, GPUs at 0 %.
+    return None
+
+
+def rollout_long_tail(frame, t, rng):
+    # A few very long generations hold every step: gen takes 60 % longer and the GPUs sit
+    # mostly idle while the batch shrinks to the stragglers.
+    extra = 0.6 * frame["timing_s/gen"]
+    frame["timing_s/gen"] += extra
+    frame["timing_s/step"] += extra
+    frame["response_length/max"] = frame["_max_response_length"]
+    return frame
+
+
+SCENARIOS.update({"gen-hang": gen_hang, "rollout-long-tail": rollout_long_tail})
+
+_PHASE_SPLIT = {  # scenario state -> [(phase, share of wall time, busy fraction)]
+    "normal": [("gen", 0.5, 0.85), ("update_actor", 0.3, 0.97), ("none", 0.2, 0.05)],
+    "hang": [("gen", 1.0, 0.0)],
+    "long-tail": [("gen", 0.6, 0.15), ("update_actor", 0.25, 0.97), ("none", 0.15, 0.05)],
+}
+_phase_state: dict[str, dict] = {}
+_side_series_before_phases = side_series
+
+
+def phase_series(scenario: str, step: int, onset: int, now: float | None = None) -> list:
+    """Per-phase GPU seconds, phase medians and (gen-hang) the open gen phase, in wall time."""
+    import time as _time
+    now = _time.time() if now is None else now
+    st = _phase_state.get(scenario)
+    if st is None or step <= st["step"]:
+        st = _phase_state[scenario] = {"step": step, "last": now, "dts": [], "acc": {},
+                                       "hang_start": None}
+    dt = max(0.0, now - st["last"])
+    st["step"], st["last"] = step, now
+    if dt:
+        st["dts"] = (st["dts"] + [dt])[-20:]
+    on = step >= onset
+    mode = "normal"
+    if on and scenario == "gen-hang":
+        mode = "hang"
+        if st["hang_start"] is None:
+            st["hang_start"] = now
+    elif on and scenario == "rollout-long-tail":
+        mode = "long-tail"
+    out = []
+    step_s = sorted(st["dts"])[len(st["dts"]) // 2] if st["dts"] else 0.0
+    if mode != "hang":
+        for phase, share, _ in _PHASE_SPLIT[mode][:2]:
+            out.append(("rl_phase_recent_median_duration_seconds", share * step_s, {"phase": phase}))
+    if st["hang_start"] is not None:
+        out.append(("rl_phase_in_progress_start_timestamp_seconds", st["hang_start"], {"phase": "gen"}))
+    util = 0.0 if mode == "hang" else sum(sh * b for _, sh, b in _PHASE_SPLIT[mode])
+    for gpu in ("0", "1"):
+        ident = {"gpu": gpu, "uuid": f"GPU-demo-{gpu}", "gpu_model": "NVIDIA H100 80GB HBM3"}
+        out.append(("hw_gpu_utilization_ratio", util, {**ident, "task": "general"}))
+        for phase, share, busy in _PHASE_SPLIT[mode]:
+            acc = st["acc"].setdefault((gpu, phase), [0.0, 0.0])
+            acc[0] += dt * share * busy
+            acc[1] += dt * share * (1 - busy)
+        for (g, phase), (b, i) in st["acc"].items():
+            if g == gpu:
+                out.append(("hw_gpu_phase_busy_seconds_total", b, {**ident, "phase": phase}))
+                out.append(("hw_gpu_phase_idle_seconds_total", i, {**ident, "phase": phase}))
+    return out
+
+
+def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, dict]]:  # noqa: F811
+    return _side_series_before_phases(scenario, step, onset) + phase_series(scenario, step, onset)

@@ -72,6 +72,15 @@ class RLExporterStatsHook:
             path = get_path(cfg, "actor", "path")
             kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
             self.exporter = make_exporter(FRAMEWORK, run=run, **kw)
+            try:  # phases in progress: stats_tracker.record_timing(key) phases while open
+                # only when AReaL loaded it: importing it here would run AReaL's logging
+                # dictConfig, which disables every logger already created (ours included)
+                stats_tracker = sys.modules.get("areal.utils.stats_tracker")
+                if stats_tracker is not None:
+                    from ..timers import track_phase_timer
+                    track_phase_timer(self.exporter, stats_tracker, "record_timing")
+            except Exception as e:
+                log.info("rl-exporter (areal): phases in progress off: %r", e)
         return self.exporter
 
     def commit(self, epoch: int, step: int, global_step: int, data) -> None:

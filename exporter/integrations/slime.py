@@ -31,6 +31,7 @@ import functools
 import importlib
 import logging
 import os
+import sys
 
 from ._common import disabled, exporter_kwargs, make_exporter, metric_values
 
@@ -101,6 +102,7 @@ class SlimeTracker:
             kw.setdefault("algorithm", str(algo) if algo else None)
             exporter = make_exporter(self.framework, **kw)
         self.exporter = exporter
+        _track_phases(exporter)
 
     def log(self, metrics, step_key: str | None = None, step=None):
         if self._finished:
@@ -120,6 +122,19 @@ class SlimeTracker:
 
 
 _tracker: SlimeTracker | None = None
+
+
+def _track_phases(exporter) -> None:
+    """Phases in progress: slime's/Miles' Timer phases (train, actor_train, update_weights, ...)."""
+    for name in ("slime.utils.timer", "miles.utils.timer"):
+        mod = sys.modules.get(name)  # loaded by the trainer; never imported from here
+        if mod is None:
+            continue
+        try:
+            from ..timers import track_start_end_timer
+            track_start_end_timer(exporter, mod.Timer)
+        except Exception as e:
+            log.info("rl-exporter (slime): phases in progress off: %r", e)
 
 
 def register(module=None, **kwargs):

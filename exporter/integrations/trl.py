@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 from ._common import make_exporter, metric_values
 
@@ -95,6 +96,7 @@ class _CallbackImpl:
             self._owned = True
             if self.exporter.url:
                 log.info("rl-exporter (trl): scrape %s", self.exporter.url)
+            _track_phases(self.exporter)
         except Exception as e:  # never break training over metrics
             log.error("rl-exporter (trl): could not start the exporter: %r", e)
             self._active = False
@@ -126,6 +128,21 @@ class _CallbackImpl:
 
 
 _CLASS = None
+
+
+def _track_phases(exporter) -> None:
+    """Phases in progress for GRPO: generation (and scoring) vs. the rest of the optimiser
+    step; GPU samples go to the innermost, so generation inside a step counts as generate."""
+    try:
+        module = sys.modules.get("trl.trainer.grpo_trainer")  # loaded when GRPO trains
+        GRPOTrainer = getattr(module, "GRPOTrainer", None)
+        if GRPOTrainer is None:
+            return
+        from ..timers import track_phase_call
+        track_phase_call(exporter, GRPOTrainer, "_generate_and_score_completions", "generate")
+        track_phase_call(exporter, GRPOTrainer, "training_step", "training_step")
+    except Exception as e:
+        log.info("rl-exporter (trl): phases in progress off: %r", e)
 
 
 def _callback_class():

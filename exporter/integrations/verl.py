@@ -81,6 +81,11 @@ class RLExporterBackend:
             self.exporter = make_exporter(FRAMEWORK, **kw)
             if self.exporter.url:
                 print(f"rl-exporter (verl): scrape {self.exporter.url}")
+        try:  # phases in progress: veRL's marked_timer phases (gen, update_actor, ...) while open
+            from ..timers import track_loaded_phase_timers
+            track_loaded_phase_timers(self.exporter)
+        except Exception as e:
+            log.error("rl-exporter (verl): phase tracking off: %r", e)
 
     def log(self, data, step):
         """Called by Tracking.log(data=metrics, step=global_steps) once per step."""

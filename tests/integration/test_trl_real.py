@@ -193,6 +193,10 @@ def test_grpo_trainer_exports_what_trl_logged(tiny_model_dir):
         assert k in checked, f"GRPOTrainer did not log {k!r} (TRL {trl.__version__})"
     info = [k for k in series if k[0] == "rl_run_info"]
     assert len(info) == 1 and ("framework", "trl") in info[0][1] and ("algorithm", "grpo") in info[0][1]
+    # phases in progress: generation vs. the optimiser step, closed by now, with their medians
+    for phase in ("generate", "training_step"):
+        assert series[("rl_phase_recent_median_duration_seconds", (("phase", phase),))] > 0
+        assert math.isnan(series[("rl_phase_in_progress_start_timestamp_seconds", (("phase", phase),))])
     print(f"\nTRL {trl.__version__} / transformers {transformers.__version__}: GRPO keys {sorted(checked)}"
           f"\n  canonical: {canonical}\n  unmapped on this branch: {unmapped}")
 
