@@ -259,9 +259,10 @@ K.update({
 FALLBACK = [
     (re.compile(r"^ppo_actor/agent$"), "trajectory-start bookkeeping of log_agent_stats"),
     (re.compile(r"^ppo_actor/final_reward$"),
-     "the token-level shaped reward (task reward on the last token plus the per-token KL reward) "
-     "averaged over valid tokens: it scales with 1/length, so it is not a per-sequence reward; "
-     "its parts are rl_score (task_reward) and rl_reward_kl_penalty (kl_rewards)"),
+     "tot_rewards, the token-level shaped reward (the clipped, optionally normalised task "
+     "reward on the last token plus the per-token KL reward) averaged over valid tokens: it "
+     "scales with 1/length, so it is not a per-sequence reward; its parts are rl_score "
+     "(task_reward) and rl_reward_kl_penalty (kl_rewards)"),
     (re.compile(r"^ppo_actor/update/compute_logp/kl_div_(?:direct|taylor|dual)$"),
      "KL estimators (k1 direct, k2 taylor, k3 dual) between the behaviour policy that sampled and "
      "the policy inside the update: they mix the train/inference mismatch with the update's own "

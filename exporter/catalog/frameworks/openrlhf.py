@@ -137,8 +137,9 @@ _PATTERNS = [
 P = [pattern(rf"^(?:train/)?{body}$", metric, **kw) for body, metric, kw in _PATTERNS] + [
     # components a user's reward function returns next to the reward (remote/custom reward
     # functions' extra logs, forks such as MM-EUREKA: accuracy_reward, format_reward); OpenRLHF's
-    # own *_reward keys (chosen_reward, reject_reward) are exact aliases and win
-    pattern(r"^(?:train/)?(?P<function>[A-Za-z]\w*_rewards?)$", "rl_reward_function",
+    # own *_reward keys (chosen_reward, reject_reward) are preference rewards, not components
+    pattern(r"^(?:train/)?(?!(?:chosen|reject)_reward$)(?P<function>[A-Za-z]\w*_rewards?)$",
+            "rl_reward_function",
             agg=MEAN),
     # per data source eval: pass{n} is pass@n over the n samples per prompt (pass1 = mean accuracy)
     pattern(rf"^(?:eval/)?eval_{_DS}_pass(?P<k>\d+)$", "rl_validation_pass_at_k_ratio"),
