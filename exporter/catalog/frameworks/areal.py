@@ -272,9 +272,9 @@ FALLBACK = [
      "an error metric of one proximal-logp approximation method against the recomputed "
      "proximal log-probs (*_abs_error, *_rel_error)"),
     (re.compile(r"^(?:r3|moe_routing)/"),
-     "MoE router-replay (R3) diagnostics of an experimental AReaL branch (moonlight_moe_r3.txt, "
-     "2026-04): batch shapes, expert counts and routing statistics that no released stats code "
-     "emits"),
+     "MoE router-replay (R3) diagnostics of an unmerged AReaL branch (PR #1207, the run log "
+     "moonlight_moe_r3.txt of 2026-04): batch shapes, expert counts and routing statistics that "
+     "no released stats code emits, so no definition to name them by"),
     (re.compile(r"^rollout/(?:accepted|rejected|max_tokens)$"),
      "workflow bookkeeping logged as a count-weighted mean of per-trajectory constants"),
     (re.compile(r"^eval-rollout/" + NC + r"[^/]+$"), "a scalar a user workflow logs at eval time"),
