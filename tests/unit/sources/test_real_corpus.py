@@ -113,9 +113,8 @@ def _vocab(fw: str, fmt: str, corpus_dir: str) -> str:
     # slime and Miles print the same line shape; the user names which one (--framework miles)
     if fmt in ("slime", "miles") and corpus_dir in ("slime", "miles"):
         return corpus_dir
-    if fw in FRAMEWORKS:
-        return fw
-    return "trl" if corpus_dir == "ms_swift" else "auto"
+    # every parser names a catalog vocabulary (ms-swift lines: "swift")
+    return fw if fw in FRAMEWORKS else "auto"
 
 
 @lru_cache(maxsize=None)
