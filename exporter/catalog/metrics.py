@@ -205,7 +205,9 @@ METRICS: list[Metric] = [
       agg=SUM, group="counts"),
     g(SEQ, "{response}", "Responses (completions) handed to the objective this step; "
       "subset=generated counts every generated sample before filtering (OpenRLHF "
-      "rollout/num_samples).", "subset", agg=SUM, group="counts"),
+      "rollout/num_samples); subset=rollout counts the training samples of the whole rollout "
+      "step, which may feed several optimizer steps (Miles rollout/num_training_samples).",
+      "subset", agg=SUM, group="counts"),
     g("rl_valid_sequences", "{sequence}", "Sequences that carried learning signal this step.", agg=SUM,
       group="counts"),
     g("rl_step_tokens", "{token}", "Tokens processed in this step (prompt+response).", agg=SUM,
@@ -331,9 +333,11 @@ METRICS: list[Metric] = [
       group="consistency"),
     g("rl_token_logprob", "1",
       "Mean log-probability of the sampled tokens under one policy: policy=current (slime/Miles "
-      "rollout/log_probs, AReaL update/new_logp), old (AReaL update/old_logp), reference "
-      "(rollout/ref_log_probs), rollout (the engine: rollout/rollout_log_probs), teacher "
-      "(rollout/teacher_log_probs).", "policy", agg=WMEAN, weight=TOK, group="consistency"),
+      "rollout/log_probs, AReaL update/new_logp), old (AReaL update/old_logp), proximal (AReaL "
+      "compute_logp/prox_logp_gt, recomputed by the trainer), reference (rollout/ref_log_probs), "
+      "rollout (the engine: rollout/rollout_log_probs), teacher (rollout/teacher_log_probs). "
+      "subset=clipped: only the tokens whose PPO ratio the clip bound (AReaL clipped_new_logp, "
+      "clipped_old_logp).", "policy", "subset", agg=WMEAN, weight=TOK, group="consistency"),
     # ---------------------------------------------------------------- async
     # added for AReaL/slime/Miles/posttrain
     g("rl_config_value", "1",

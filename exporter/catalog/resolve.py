@@ -139,7 +139,13 @@ class Resolver:
         for prefix in vocab.eval_prefixes:
             if key.startswith(prefix) and len(key) > len(prefix):
                 base = self._resolve_in(key[len(prefix):], vocab, depth + 1)
-                if base is not None and base.metric is not None and "split" in base.metric.labels:
+                if base is not None and base.deliberate:
+                    # the eval copy of a key left on the fallback on purpose stays there
+                    return Resolution(key, vocab.name, base.metric,
+                                      (("key", sanitize_label_value(key)),), fallback=True,
+                                      deliberate=True, reason=base.reason)
+                if base is not None and base.metric is not None and "split" in base.metric.labels \
+                        and not base.fallback:
                     labels = dict(base.labels)
                     labels["split"] = "eval"
                     return Resolution(key, vocab.name, base.metric, tuple(sorted(labels.items())),

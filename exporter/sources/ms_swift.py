@@ -30,12 +30,14 @@ _STEP = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 
 
 def _framework() -> str:
-    # ms-swift's keys are TRL's plus its own; use its vocabulary once the catalog has one
+    # ms-swift's keys are TRL's plus its own progress keys: its own vocabulary, under the
+    # name the catalog gives it (the parser's format name "ms_swift" is one of its aliases)
     try:
-        from ..catalog import FRAMEWORKS
+        from ..catalog import FRAMEWORK_ALIASES, FRAMEWORKS
     except Exception:  # pragma: no cover - the catalog always imports
         return "trl"
-    return "ms_swift" if "ms_swift" in FRAMEWORKS else "trl"
+    name = FRAMEWORK_ALIASES.get(FORMAT, FORMAT)
+    return name if name in FRAMEWORKS else "trl"
 
 
 FRAMEWORK = _framework()

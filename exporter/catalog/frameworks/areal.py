@@ -6,7 +6,8 @@ the base key with the denominator it is averaged over as the weight; /min and /m
 through it (stat label, MIN/MAX). `denominator()` keys are SUM counts; `scalar()` keys are means
 with an internal `{key}__count` that StatsLogger drops (ignored here too). `record_timing(name)`
 is always timeperf/{name}. One commit carries actor, rollout and eval-rollout stats together, so
-no two keys here map to the same series.
+no two keys of one release map to the same series; the realhf releases' ppo_actor/{stat}
+spelling of the loss statistics shares series with today's ppo_actor/update/{stat}.
 """
 import math
 import re
@@ -50,6 +51,17 @@ METRICS = [
     Metric("rl_cumulative_achieved_flops_per_second", GAUGE, "FLOP/s",
            "Estimated FLOP/s since the engine started (AReaL train_perf/"
            "cumulative_estimated_flops_per_second).", (STAT, SPLIT), MEAN, group="throughput"),
+    Metric("rl_rollout_log_importance_weight", GAUGE, "1",
+           "Mean log importance weight log pi_train - log pi_rollout over the tokens the weight cap "
+           "kept (AReaL behave_approx_kl = log pi_prox - log pi_behave, the log of behave_imp_weight "
+           "before the cap; signed). Where the proximal policy is newer than the behaviour one it "
+           "includes staleness, not only the engine mismatch.", (STAT, SPLIT), WMEAN,
+           "rl_valid_tokens", group="consistency"),
+    Metric("rl_vocabulary_logit", GAUGE, "1",
+           "Smallest (extreme=min) or largest (extreme=max) logit over the vocabulary at each "
+           "token position, averaged over tokens (AReaL vocab_min_logits, vocab_max_logits). A "
+           "growing magnitude is logit blow-up before the loss shows it.",
+           (STAT, SPLIT, "extreme"), WMEAN, "rl_valid_tokens", group="policy"),
     Metric("rl_moe_expert_tokens", GAUGE, "{token}",
            "Routing assignments per MoE expert (AReaL moe_balance/layer_{L}/expert_{E}/tokens; "
            "SwanLab/Trackio only). High cardinality: capped per metric by the exporter.",
@@ -118,6 +130,21 @@ K = {
                                              "ppo_actor/update/unclipped_behave_tokens"),
     "ppo_actor/update/behave_filtered_ratio": _w("rl_rollout_rejected_ratio", UT, level="token",
                                                  option="behave_imp_weight_cap"),
+    "ppo_actor/update/behave_approx_kl": _w("rl_rollout_log_importance_weight",
+                                            "ppo_actor/update/unclipped_behave_tokens"),
+    "ppo_actor/update/vocab_min_logits": _w("rl_vocabulary_logit", "ppo_actor/update/n_tokens",
+                                            extreme="min"),
+    "ppo_actor/update/vocab_max_logits": _w("rl_vocabulary_logit", "ppo_actor/update/n_tokens",
+                                            extreme="max"),
+    # log-probs restricted to the tokens the clip bound (denominator clipped_tokens)
+    "ppo_actor/update/clipped_new_logp": _w("rl_token_logprob", "ppo_actor/update/clipped_tokens",
+                                            policy="current", subset="clipped"),
+    "ppo_actor/update/clipped_old_logp": _w("rl_token_logprob", "ppo_actor/update/clipped_tokens",
+                                            policy="old", subset="clipped"),
+    # the proximal policy's log-probs as the trainer recomputed them (the ground truth the
+    # approximation methods are compared against)
+    "ppo_actor/update/compute_logp/prox_logp_gt": _w(
+        "rl_token_logprob", "ppo_actor/update/compute_logp/n_valid_tokens", policy="proximal"),
     "ppo_actor/update/grad_norm": alias("rl_grad_norm", agg=MEAN, note="mean over minibatches"),
     "ppo_actor/update/lr": alias("rl_learning_rate", agg=MEAN),
     "ppo_actor/update/update_successful": alias("rl_optimizer_update_success_ratio"),
@@ -193,10 +220,61 @@ for _q, _sub in (("n_tokens", "update_all"), ("n_valid_tokens", "update_valid"),
 for _q, _sub in (("n_tokens", "all"), ("n_valid_tokens", "valid"), ("clipped_tokens", "clipped")):
     K[f"ppo_critic/{_q}"] = alias("rl_counted_tokens", role="critic", subset=_sub)
 
+# realhf releases (v0.2 - v0.3.x, realhf/impl/model/interface/ppo_interface.py) logged the loss
+# statistics in the ppo_actor/ scope itself, without update/; they never appear in the same run
+# as the update/ keys above, so the two spellings share series.
+R = "ppo_actor/unclipped_behave_tokens"
+K.update({
+    "ppo_actor/importance_weight": _w("rl_importance_ratio", NT),
+    "ppo_actor/approx_kl": _w("rl_policy_kl", NT),
+    "ppo_actor/new_logp": _w("rl_token_logprob", NT, policy="current"),
+    "ppo_actor/old_logp": _w("rl_token_logprob", NT, policy="old"),
+    "ppo_actor/entropy": _w("rl_entropy", NT),
+    "ppo_actor/actor_loss": _w("rl_policy_loss", NT),
+    "ppo_actor/clip_ratio": _w("rl_policy_clip_ratio", NT),
+    "ppo_actor/dual_clip_ratio": _w("rl_policy_clip_ratio", NT, bound="dual"),
+    "ppo_actor/behave_imp_weight": _w("rl_rollout_importance_weight", R),
+    "ppo_actor/behave_approx_kl": _w("rl_rollout_log_importance_weight", R),
+    "ppo_actor/vocab_min_logits": _w("rl_vocabulary_logit", "ppo_actor/n_tokens", extreme="min"),
+    "ppo_actor/vocab_max_logits": _w("rl_vocabulary_logit", "ppo_actor/n_tokens", extreme="max"),
+    "ppo_actor/clipped_new_logp": _w("rl_token_logprob", "ppo_actor/clipped_tokens",
+                                     policy="current", subset="clipped"),
+    "ppo_actor/clipped_old_logp": _w("rl_token_logprob", "ppo_actor/clipped_tokens",
+                                     policy="old", subset="clipped"),
+    "ppo_actor/clipped_tokens": alias("rl_counted_tokens", role="actor", subset="update_clipped"),
+    "ppo_actor/dual_clipped_tokens": alias("rl_counted_tokens", role="actor",
+                                           subset="update_dual_clipped"),
+    R: alias("rl_counted_tokens", role="actor", subset="update_unclipped_behave"),
+    # current version minus the version that started generating the sample, per sequence
+    "ppo_actor/head_offpolicyness": _w("rl_sample_staleness_steps", NS),
+    # config echoes of those releases (stats_tracker.scalar)
+    "ppo_actor/behav_imp_weight_cap": _config("actor", "behave_imp_weight_cap"),
+    "ppo_actor/behave_imp_weight_cap": _config("actor", "behave_imp_weight_cap"),
+    "ppo_actor/use_prox_logp": _config("actor", "use_prox_logp"),
+    "ppo_actor/disable_value": _config("actor", "disable_value"),
+})
+
 # Keys with no meaning of their own (denominators of other keys' averages, workflow bookkeeping,
 # custom loss terms): exported on the bounded fallback, on purpose.
 FALLBACK = [
     (re.compile(r"^ppo_actor/agent$"), "trajectory-start bookkeeping of log_agent_stats"),
+    (re.compile(r"^ppo_actor/final_reward$"),
+     "tot_rewards, the token-level shaped reward (the clipped, optionally normalised task "
+     "reward on the last token plus the per-token KL reward) averaged over valid tokens: it "
+     "scales with 1/length, so it is not a per-sequence reward; its parts are rl_score "
+     "(task_reward) and rl_reward_kl_penalty (kl_rewards)"),
+    (re.compile(r"^ppo_actor/update/compute_logp/kl_div_(?:direct|taylor|dual)$"),
+     "KL estimators (k1 direct, k2 taylor, k3 dual) between the behaviour policy that sampled and "
+     "the policy inside the update: they mix the train/inference mismatch with the update's own "
+     "drift, so neither rl_train_inference_kl (before the update) nor rl_policy_kl (against the "
+     "proximal policy) is their meaning"),
+    (re.compile(r"^ppo_actor/update/compute_logp/(?!prox_logp_gt/|kl_div_)[^/]+/"),
+     "an error metric of one proximal-logp approximation method against the recomputed "
+     "proximal log-probs (*_abs_error, *_rel_error)"),
+    (re.compile(r"^(?:r3|moe_routing)/"),
+     "MoE router-replay (R3) diagnostics of an unmerged AReaL branch (PR #1207, the run log "
+     "moonlight_moe_r3.txt of 2026-04): batch shapes, expert counts and routing statistics that "
+     "no released stats code emits, so no definition to name them by"),
     (re.compile(r"^rollout/(?:accepted|rejected|max_tokens)$"),
      "workflow bookkeeping logged as a count-weighted mean of per-trajectory constants"),
     (re.compile(r"^eval-rollout/" + NC + r"[^/]+$"), "a scalar a user workflow logs at eval time"),

@@ -9,14 +9,17 @@ veRL renamed it `timing_s/`) and its scaled learning rates `actor/lr(1e-6)`.
 """
 import re
 
+from ..config_echo import config_keys
 from ..metrics import SPLIT, STAT
 from ..model import GAUGE, LAST, MEAN, Metric, Vocabulary, alias, pattern
 
 METRICS = [
     # Agentic environments (AlfWorld, WebShop, ...): one episode spans many turns.
     Metric("rl_episode_reward", GAUGE, "1",
-           "Cumulative reward of a whole environment episode (episode/reward/*); per-step or "
-           "per-sequence rewards are rl_reward/rl_score.", (STAT, SPLIT), MEAN, group="agentic"),
+           "Cumulative reward of a whole environment episode (episode/reward/*; Miles "
+           "rollout/episode_raw_reward, one value per original rollout however many training "
+           "samples compaction made of it); per-step or per-sequence rewards are "
+           "rl_reward/rl_score.", (STAT, SPLIT), MEAN, group="agentic"),
     Metric("rl_episode_success_ratio", GAUGE, "1",
            "Fraction of episodes that completed their task, per environment/task "
            "(episode/success_rate_{task}).", (STAT, SPLIT, "task"), MEAN, group="agentic"),
@@ -71,6 +74,8 @@ for _n in range(1, 10):
                                     note=f"legacy console lr shown in units of 1e-{_n}")
     K[f"critic/lr(1e-{_n})"] = alias("rl_critic_learning_rate", scale=10.0 ** -_n,
                                      note=f"legacy console lr shown in units of 1e-{_n}")
+
+K.update(config_keys())
 
 P = [
     pattern(r"^episode/success_rate_(?P<task>.+)$", "rl_episode_success_ratio"),

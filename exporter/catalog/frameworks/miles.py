@@ -43,6 +43,13 @@ METRICS = [
     Metric("rl_eval_skipped", GAUGE, "1",
            "Evaluation samples skipped per reason (Miles eval/skipped_{reason}).",
            (STAT, SPLIT, "reason"), SUM, group="validation"),
+    Metric("rl_episode_response_length_tokens", GAUGE, "{token}",
+           "Response tokens per original rollout (episode), summed over the training samples "
+           "compaction split it into: unlabelled, the trainable (loss-masked) model-output tokens "
+           "with shared prefixes counted once (Miles rollout/episode_response_length/*); "
+           "tokens=all, masked plus unmasked tokens of every sample, shared prefixes counted each "
+           "time (rollout/episode_total_response_length/mean).", (STAT, SPLIT, "tokens"), MEAN,
+           group="length"),
     Metric("rl_eval_lag_steps", GAUGE, "{step}",
            "How many training steps late an evaluation on a dedicated fleet finished (Miles "
            "eval/lag_steps).", (STAT, SPLIT), MAX, group="validation"),
@@ -67,6 +74,16 @@ KEYS.update({
                                                   outcome="all_zero"),
     "rollout/zero_std/all_one_percentage": alias("rl_group_outcome_ratio", scale=0.01,
                                                  outcome="all_one"),
+    # compaction-aware rollout metrics (miles/ray/rollout/metrics.py, PRs #2710 and #2765)
+    "rollout/num_training_samples": alias("rl_responses", subset="rollout", agg=SUM,
+                                          note="training rows of the rollout step, compaction "
+                                               "fragments included"),
+    # the terminal reward of each original rollout (its compaction fragments averaged first),
+    # rollouts weighted equally; equals rollout/raw_reward when every rollout is one sample
+    "rollout/episode_raw_reward": alias("rl_episode_reward"),
+    "rollout/episode_response_length": alias("rl_episode_response_length_tokens"),
+    "rollout/episode_total_response_length": alias("rl_episode_response_length_tokens",
+                                                   tokens="all"),
     # perf
     "perf/mfu_peak_tflops": alias("rl_peak_flops_per_second", scale=1e12),
     "perf/actor_train_mfu": alias("rl_mfu_ratio", role="actor", phase="train", source="framework",

@@ -88,6 +88,12 @@ K = {
     "ptx_loss": alias("rl_loss", component="ptx", agg=MEAN, note="pretraining-data loss mixed in"),
     "preference_loss": alias("rl_loss", component="preference", agg=MEAN, note="DPO/RM"),
     "aux_loss": alias("rl_aux_loss"),
+    # ---- SFT trainer (sft_trainer.py): loss = gpt_loss + aux_loss * aux_loss_coef
+    "gpt_loss": alias("rl_loss", component="lm", agg=MEAN,
+                      note="SFT next-token NLL of the micro-batch, without the MoE aux loss; "
+                           "loss_mean is its mean over the accumulation window"),
+    # ---- 0.1.x PPO status dict (openllama2 ppo_trainer.py: 'k_coef': self.kl_ctl.value)
+    "k_coef": alias("rl_kl_coefficient", note="the (adaptive or fixed) KL controller's value"),
 }
 
 # tqdm bar short names (ppo_actor.py / ppo_critic.py short_status): console only, never under train/.
@@ -129,6 +135,12 @@ _PATTERNS = [
     (r"timing/(?P<phase>.+)", "rl_phase_duration_seconds", {}),
 ]
 P = [pattern(rf"^(?:train/)?{body}$", metric, **kw) for body, metric, kw in _PATTERNS] + [
+    # components a user's reward function returns next to the reward (remote/custom reward
+    # functions' extra logs, forks such as MM-EUREKA: accuracy_reward, format_reward); OpenRLHF's
+    # own *_reward keys (chosen_reward, reject_reward) are preference rewards, not components
+    pattern(r"^(?:train/)?(?!(?:chosen|reject)_reward$)(?P<function>[A-Za-z]\w*_rewards?)$",
+            "rl_reward_function",
+            agg=MEAN),
     # per data source eval: pass{n} is pass@n over the n samples per prompt (pass1 = mean accuracy)
     pattern(rf"^(?:eval/)?eval_{_DS}_pass(?P<k>\d+)$", "rl_validation_pass_at_k_ratio"),
     pattern(rf"^(?:eval/)?eval_{_DS}_response_length_mean$", "rl_validation_response_length_tokens"),

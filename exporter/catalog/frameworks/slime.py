@@ -17,6 +17,7 @@ canonical rules. Miles (miles.py) copies KEYS / PATTERNS / IGNORED from here.
 """
 import re
 
+from ..config_echo import config_keys
 from ..metrics import SPLIT, STAT
 from ..model import GAUGE, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
 
@@ -196,6 +197,7 @@ KEYS[f"{_MT}raw_response_length/response_length_clip_ratio"] = alias(
     "rl_response_truncated_ratio", subset="with_observations")
 
 # ------------------------------------------------------------------ eval/*
+KEYS.update(config_keys())  # the Megatron argument table printed at start-up
 KEYS["eval/step"] = alias("rl_step_counter", counter="eval")
 
 # SGLang request fields (PD fields only with prefill/decode disaggregation).

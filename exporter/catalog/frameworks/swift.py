@@ -27,6 +27,10 @@ METRICS = [
            "Wall time per optimizer step averaged over the run so far (ms-swift train_speed(s/it)); "
            "the last step's own time is rl_step_duration_seconds (step_time).", (STAT, SPLIT), LAST,
            group="timing"),
+    Metric("rl_sequence_accuracy_ratio", GAUGE, "1",
+           "Fraction of sequences whose every target token is the model's argmax prediction "
+           "(ms-swift seq_acc with --acc_strategy seq); the per-token value is "
+           "rl_token_accuracy_ratio.", (STAT, SPLIT), MEAN, group="preference"),
 ]
 
 K = dict(_trl.K)
@@ -41,7 +45,10 @@ K.update({
     "completions_length": alias("rl_response_length_tokens", agg=MEAN),
     "response_clip_ratio": alias("rl_response_truncated_ratio", agg=MEAN),
     "num_turns": alias("rl_turns"),
-    "acc": alias("rl_token_accuracy_ratio", note="SFT/DPO token accuracy"),
+    # swift/metrics/acc.py compute_acc: argmax(logits) == label over the label tokens
+    # (labels != -100), keyed f"{acc_strategy}_acc"; --acc_strategy token is the default
+    "token_acc": alias("rl_token_accuracy_ratio", note="3.x+: argmax == label over label tokens"),
+    "seq_acc": alias("rl_sequence_accuracy_ratio", note="3.x+ with --acc_strategy seq"),
     "teacher_kl": alias("rl_distillation_divergence", note="GKD/on-policy distillation KL"),
     # train/inference mismatch correction (rollout_importance_sampling_mode)
     "is_weight_mean": alias("rl_rollout_importance_weight"),
@@ -72,6 +79,10 @@ VOCABULARY = Vocabulary(
                     r"entropy_logs$|entropy/threshold$)"),
          "an internal of one GRPO variant (FIPO, SDAR, RLSD, entropy masking)"),
         (re.compile(r"^loss_[^/]+$"), "the loss of one user-defined data channel"),
+        (re.compile(r"^acc$"),
+         "two meanings by release and task: 2.x token accuracy, or sequence accuracy with "
+         "--acc_strategy sentence (swift/utils/metric.py); 3.x+ label accuracy of seq_cls and "
+         "reranker tasks (swift/trainers/mixin.py), where LM training logs token_acc|seq_acc"),
     ],
     step_keys=("global_step/max_steps", "step", "global_step"),
     eval_prefixes=("eval_",),

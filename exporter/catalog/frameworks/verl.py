@@ -7,6 +7,7 @@ compute_throughout_metrics, ray_trainer.fit, core_algos and the workers.
 import re
 
 from ..model import GAUGE, MAX, MEAN, Metric, Vocabulary, alias, pattern
+from ..config_echo import config_keys
 from ..metrics import SPLIT, STAT
 
 GB = 2.0 ** 30  # torch memory stats are divided by 1024**3 in veRL
@@ -118,6 +119,9 @@ K = {
     "train/global_tokens": alias("rl_step_tokens"),
     # ---- keys of older releases (v0.1 - v0.3)
     "actor/lr(1e-4)": alias("rl_learning_rate", scale=1e-4, note="v0.1 logged lr * 1e4"),
+    # v0.1 fsdp_sft_trainer.py: {'train/loss': ..., 'train/lr(1e-3)': lr * 1e3}, {'val/loss': ...}
+    "train/lr(1e-3)": alias("rl_learning_rate", scale=1e-3, note="v0.1 SFT trainer logged lr * 1e3"),
+    "val/loss": alias("rl_validation_loss", note="SFT trainer: mean loss over the validation set"),
     "critic/lr(1e-4)": alias("rl_critic_learning_rate", scale=1e-4, note="v0.1 logged lr * 1e4"),
     "mfu/actor": alias("rl_mfu_ratio", role="actor", phase="train", source="framework"),
     "mfu/critic": alias("rl_mfu_ratio", role="critic", phase="train", source="framework"),
@@ -154,6 +158,8 @@ for _b in ("high", "low"):
         "rl_rollout_importance_weight_clamped_ratio", bound=_b, level="sequence")
 
 _IS = "rollout_corr/rollout_is_"
+K.update(config_keys())
+
 P = [
     # agent-loop statistics hide under timing_s/ but are not all seconds: keep them apart.
     pattern(r"^timing_s/agent_loop/slowest/(?P<phase>generate_sequences|tool_calls|compute_score)$",
@@ -169,6 +175,10 @@ P = [
     pattern(r"^timing/(?P<phase>.+)$", "rl_phase_duration_seconds", note="v0.1 timers"),
     pattern(r"^val/test_score/(?P<data_source>.+)$", "rl_validation_score",
             note="before val-core/val-aux (v0.2 - v0.3)"),
+    # v0.1 _validate() returns test_score/{data_source}; fit() prefixes val/ inside the step
+    # record, but the "Initial/Final validation metrics" prints carry the bare key
+    pattern(r"^test_score/(?P<data_source>.+)$", "rl_validation_score",
+            note="v0.1 Initial/Final validation metrics print"),
     pattern(r"^timing_per_token_ms/(?P<phase>.+)$", "rl_phase_time_per_token_seconds", scale=1e-3),
     pattern(r"^val-core/(?P<data_source>.+)/(?P<var>[^/]+)/(?P<estimator>mean|maj|best|worst)@(?P<n>\d+)"
             r"(?:/(?P<stat>mean|std))?$", "rl_validation_score", tier="core"),
@@ -205,6 +215,9 @@ FALLBACK = [
     (re.compile(r"^rollout/moe/routed_"), "MoE routing-capture bookkeeping"),
     (re.compile(r"^timing_s/agent_loop/slowest/"), "a field of the slowest sample that is not a time"),
     (re.compile(r"^training/rollout_probs_diff_valid$"), "the count behind rollout_probs_diff_*"),
+    (re.compile(r"^batch/solve_(?:none|all|partial|none_format)$"),
+     "rllm's veRL fork: prompt groups all failed / all solved, a count in its 2025-03 releases "
+     "and a fraction of tasks in later ones, so no one unit can be named"),
 ]
 
 VOCABULARY = Vocabulary(

@@ -63,7 +63,9 @@ PATTERN_INSTANCES = {
     r"^ppo_actor/update/(rkl_loss|vocab_min_logits|vocab_max_logits|sapo_soft_gate|"
     r"sapo_scaled_gate_pos|sapo_scaled_gate_neg)/(avg|min|max)$": [
         ("ppo_actor/update/rkl_loss/avg", FALLBACK, {}),
-        ("ppo_actor/update/vocab_max_logits/max", FALLBACK, {}),
+        ("ppo_actor/update/vocab_max_logits/max", "rl_vocabulary_logit",
+         {"extreme": "max", "stat": "max"}),
+        ("ppo_actor/update/vocab_min_logits/avg", "rl_vocabulary_logit", {"extreme": "min"}),
         ("ppo_actor/update/sapo_scaled_gate_neg/min", FALLBACK, {}),
     ],
     r"^(rollout|eval-rollout)/(?P<scalar>[^/]+)$": [
