@@ -133,7 +133,7 @@ def test_tracking_fit_sequence_exports_every_step_and_finishes():
     # fit() returns -> Tracking is garbage-collected -> __del__ -> finish() -> our finish()
     del logger
     gc.collect()
-    assert backend._finished and ex._closed
+    assert backend._closed and ex._closed
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2).read()
 
@@ -147,7 +147,7 @@ def test_finish_is_idempotent_and_log_after_finish_is_dropped():
     t.finish()
     t.finish()
     b.log({"actor/pg_loss": 2.0}, 2)  # after finish: ignored, no error
-    assert b._finished and b.exporter._closed
+    assert b._closed and b.exporter._closed
 
 
 def test_bad_settings_are_reported_not_fatal(caplog):
