@@ -60,8 +60,11 @@ def scrape_url(url: str) -> dict:
 
 
 def config_series(series: dict) -> dict:
-    """{parameter: value} of the rl_config_value series in a scrape."""
-    return {dict(l)["parameter"]: v for (n, l), v in series.items() if n == "rl_config_value"}
+    """{parameter: value} of the rl_config_value series the integrations set (a framework's
+    own config echoes, e.g. AReaL's eps_clip, are left out)."""
+    from exporter.integrations._common import CONFIG_PARAMETERS
+    return {dict(l)["parameter"]: v for (n, l), v in series.items()
+            if n == "rl_config_value" and dict(l).get("parameter") in CONFIG_PARAMETERS}
 
 
 def source_function(path: str, qualname: str, namespace: dict):
