@@ -14,8 +14,8 @@ sentences that end in <eos> (so, like a real instruct model, it stops on its own
 run is not truncated). Runs:
 
   healthy          reward 1 when the completion holds the prompt's target word (+0.5 when
-                   short), beta 0.04, lr 1e-3, 4 generations per prompt, 12-token limit
-  lr_x1000         the same with lr 1.0
+                   short), beta 0.1, lr 5e-4, 4 generations per prompt, 12-token limit
+  lr_x1000         the same with lr 0.5
   constant_reward  every completion gets reward 1: zero advantage, no learning signal
   truncation       the healthy setup with max_completion_length 2
   entropy_collapse reward = share of "good" tokens (one token is the whole answer), beta 0
@@ -113,13 +113,14 @@ def good_token_share(completions, **kw):
     return [c.split().count("good") / max(1, len(c.split())) for c in completions]
 
 
-HEALTHY_LR = 1e-3
+HEALTHY_LR = 5e-4
+HEALTHY_BETA = 0.1
 RUNS = {
-    "healthy": dict(reward=says_target, learning_rate=HEALTHY_LR, beta=0.04),
-    "lr_x1000": dict(reward=says_target, learning_rate=HEALTHY_LR * 1000, beta=0.04),
-    "constant_reward": dict(reward=constant, learning_rate=HEALTHY_LR, beta=0.04),
-    "truncation": dict(reward=says_target, learning_rate=HEALTHY_LR, beta=0.04, max_completion_length=2),
-    "entropy_collapse": dict(reward=good_token_share, learning_rate=3 * HEALTHY_LR, beta=0.0),
+    "healthy": dict(reward=says_target, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA),
+    "lr_x1000": dict(reward=says_target, learning_rate=HEALTHY_LR * 1000, beta=HEALTHY_BETA),
+    "constant_reward": dict(reward=constant, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA),
+    "truncation": dict(reward=says_target, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA, max_completion_length=2),
+    "entropy_collapse": dict(reward=good_token_share, learning_rate=3e-3, beta=0.0),
 }
 
 
