@@ -82,4 +82,4 @@ def test_entropy_collapse(runs):
     e = runs["entropy_collapse"]
     assert statistics.mean(series(e, "entropy", 1, 10)) > 2.0
     assert max(series(e, "entropy", 60)) < 0.2 and statistics.mean(series(e, "entropy", 60)) < 0.02
-    assert min(series(e, "reward", 60)) >= 0.98
+    assert min(series(e, "reward", 60)) >= 0.95
