@@ -38,6 +38,8 @@ def compose_config(overrides):
     need("hydra", "veRL composes its trainer config with Hydra")
     verl = need("verl")
     from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    GlobalHydra.instance().clear()  # AReaL's loader leaves its own Hydra context behind
     d = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     with initialize_config_dir(config_dir=d, version_base=None):
         return compose("ppo_trainer", overrides=list(overrides))

@@ -173,6 +173,7 @@ def test_register_patches_verl_module_when_importable(monkeypatch):
 
 
 def test_register_without_verl_is_a_logged_noop(monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "verl", None)  # import verl -> ImportError
+    for name in ("verl", "verl.utils", "verl.utils.tracking"):  # import -> ImportError, even
+        monkeypatch.setitem(sys.modules, name, None)             # when verl is installed
     assert rlx_verl.register() is None
     assert any("not importable" in r.getMessage() for r in caplog.records)
