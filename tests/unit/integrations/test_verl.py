@@ -1,6 +1,6 @@
 """veRL: the rl_exporter backend driven exactly as veRL's Tracking drives its backends.
 
-`Tracking` below reproduces verl/utils/tracking.py (verl-project/verl, 2026-08): the
+`Tracking` below reproduces verl/utils/tracking.py (verl-project/verl 1dda039b9c63, 2026-08-22; the released 0.9.1 is exercised for real in tests/integration/test_real_verl.py): the
 `supported_backend` list checked by an assert, per-name construction in __init__,
 `log(data, step)` fanning out as `logger_instance.log(data=data, step=step)`, `finish()`
 finishing the known backends by name once, and `__del__` calling finish(). RayPPOTrainer.fit()
