@@ -11,7 +11,8 @@ calls `callbacks_map[NAME](args, trainer)` (SwiftMixin._get_callbacks). register
 or, from Python, `trainer.add_callback(RLExporterCallback())` as for any HF Trainer.
 
 The keys ms-swift logs are TRL's (reward, reward_std, frac_reward_zero_std, kl,
-completions/*, clip_ratio/*, ...), so the frames go through the "trl" vocabulary; the
+completions/*, clip_ratio/*, ...) plus its own; the frames go through the catalog's "swift"
+vocabulary where it has one, else "trl"; the
 trainer settings (n_mini, max_grad_norm, max_completion_length, vllm_gpu_memory_utilization)
 are read from ms-swift's argument classes, which subclass TRL's configs.
 """
@@ -27,6 +28,13 @@ NAME = "rl_exporter"
 _CLASS = None
 
 
+def vocabulary() -> str:
+    """The catalog vocabulary for ms-swift's keys: its own ("swift") where the catalog has
+    one, else TRL's, whose key set ms-swift's trainers log."""
+    from ..catalog import CATALOG
+    return "swift" if "swift" in CATALOG.vocabularies else "trl"
+
+
 def _callback_class():
     """RLExporterCallback with ms-swift's callback constructor, (args, trainer)."""
     global _CLASS
@@ -37,6 +45,7 @@ def _callback_class():
             """ms-swift callbacks_map entry: RLExporterCallback built as swift builds callbacks."""
 
             def __init__(self, args=None, trainer=None, **kwargs):
+                kwargs.setdefault("framework", vocabulary())
                 RLExporterCallback.__init__(self, **kwargs)
                 self.args, self.trainer = args, trainer
 

@@ -60,7 +60,8 @@ def test_callbacks_map_entry_exports_through_the_trainer_callback_path(tmp_path)
     assert series[("rl_reward", ())] == frames[-1]["reward"]
     assert series[("rl_grad_norm", ())] == frames[-1]["grad_norm"]
     assert series[("rl_response_truncated_ratio", ())] == frames[-1]["completions/clipped_ratio"]
-    assert_exported(series, frames, "trl")
+    assert_exported(series, frames, ours.framework)
+    assert ours.framework in ("swift", "trl")
     assert config_series(series) == {"max_grad_norm": 0.7}
     handler.on_train_end(args, state, control)
     with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
