@@ -1,7 +1,9 @@
-"""Shared plumbing for the framework integrations: how an adapter gets its Exporter."""
+"""Shared plumbing for the framework integrations: how an adapter gets, feeds and closes its
+Exporter, and how it reads the trainer settings the alert rules need."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 log = logging.getLogger("rl_exporter")
@@ -12,6 +14,15 @@ ENV_ADDR = "RL_EXPORTER_ADDR"
 ENV_RUN = "RL_EXPORTER_RUN"
 ENV_OTLP = "RL_EXPORTER_OTLP_ENDPOINT"
 ENV_DISABLE = "RL_EXPORTER_DISABLE"
+
+# rl_config_value{parameter=...}: the trainer settings the alert rules read, under one name
+# whatever the framework calls them.
+CONFIG_N_MINI = "n_mini"                     # optimizer updates per rollout batch (1 = on-policy)
+CONFIG_MAX_GRAD_NORM = "max_grad_norm"       # gradient clipping threshold
+CONFIG_MAX_RESPONSE_LENGTH = "max_response_length"   # generation limit, tokens
+CONFIG_ROLLOUT_GPU_MEMORY = "rollout_gpu_memory_fraction"  # engine's share of GPU memory, 0..1
+CONFIG_PARAMETERS = (CONFIG_N_MINI, CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH,
+                     CONFIG_ROLLOUT_GPU_MEMORY)
 
 
 def get_path(obj, *path):
@@ -26,15 +37,38 @@ def get_path(obj, *path):
     return obj
 
 
+def first(obj, *paths):
+    """The first of several get_path(obj, *path) that is not None."""
+    for path in paths:
+        v = get_path(obj, *path)
+        if v is not None:
+            return v
+    return None
+
+
 def disabled() -> bool:
     return os.environ.get(ENV_DISABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def model_basename(path) -> str | None:
+    """The model label from a checkpoint path or hub id ('/ckpt/Qwen2.5-7B/' -> 'Qwen2.5-7B')."""
+    if not path:
+        return None
+    return os.path.basename(str(path).rstrip("/")) or None
+
+
+def env_rank() -> int | None:
+    """The process rank from the launcher's environment (RANK, SLURM_PROCID, ...), or None."""
+    from ..hook import _env_rank
+    return _env_rank()
 
 
 def exporter_kwargs(overrides: dict | None = None) -> dict:
     """Exporter(...) keyword arguments from the environment, then `overrides` on top.
 
     RL_EXPORTER_PORT (int; "none" or "" to not serve), RL_EXPORTER_ADDR, RL_EXPORTER_RUN,
-    RL_EXPORTER_OTLP_ENDPOINT.
+    RL_EXPORTER_OTLP_ENDPOINT. An override of None means "not given", except port=None,
+    which means "no /metrics server" (as for Exporter itself).
     """
     kw: dict = {}
     port = os.environ.get(ENV_PORT)
@@ -54,17 +88,29 @@ def exporter_kwargs(overrides: dict | None = None) -> dict:
     if os.environ.get(ENV_OTLP):
         kw["otlp_endpoint"] = os.environ[ENV_OTLP]
     for k, v in (overrides or {}).items():
-        if v is not None:
+        if v is not None or k == "port":
             kw[k] = v
     return kw
 
 
 def make_exporter(framework: str, **kwargs):
-    """A new Exporter for `framework`, configured from the environment and kwargs."""
+    """A new Exporter for `framework`, configured from the environment and kwargs.
+
+    A bad OTLP setting costs the OTLP push, never the exporter: it is logged and the
+    exporter starts without it.
+    """
     from ..hook import Exporter
     kw = exporter_kwargs(kwargs)
     kw["framework"] = framework
-    return Exporter(**kw)
+    try:
+        return Exporter(**kw)
+    except Exception as e:
+        if not kw.get("otlp_endpoint"):
+            raise
+        log.error("rl-exporter (%s): OTLP endpoint %r not usable (%r); exporting without OTLP",
+                  framework, kw["otlp_endpoint"], e)
+        kw.pop("otlp_endpoint")
+        return Exporter(**kw)
 
 
 def metric_values(frame) -> dict:
@@ -73,3 +119,83 @@ def metric_values(frame) -> dict:
     the rest as rejected values."""
     return {k: v for k, v in frame.items()
             if v is not None and not isinstance(v, (bytes, list, tuple, dict, set))}
+
+
+def number(v) -> float | None:
+    """v as a finite float, or None (missing, a string like 'auto', a bool, NaN)."""
+    if v is None or isinstance(v, (bool, str, bytes)):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def set_config(exporter, values: dict) -> dict:
+    """Export {parameter: value} as rl_config_value{parameter=...}; returns what was set.
+    Values that are not finite numbers are skipped (a setting left at 'auto' is unknown)."""
+    done = {}
+    if exporter is None:
+        return done
+    for p, v in values.items():
+        f = number(v)
+        if f is None:
+            continue
+        try:
+            if exporter.store.set("rl_config_value", f, {"parameter": p}):
+                done[p] = f
+        except Exception as e:  # a settings problem never reaches the trainer
+            log.error("rl-exporter: rl_config_value{parameter=%r} not set: %r", p, e)
+    return done
+
+
+class ExporterOwner:
+    """The lifecycle every adapter shares: an exporter it either got (and leaves open) or
+    created (and closes), a log path that never raises into the trainer, and a close that
+    runs once."""
+
+    framework = "auto"
+
+    def __init__(self, exporter=None):
+        self.exporter = exporter
+        self._owned = exporter is None
+        self._closed = False
+
+    def _start(self, config_values: dict | None = None, **kwargs):
+        """Create this adapter's exporter (unless it was given one); never raises."""
+        if self.exporter is None and not self._closed:
+            try:
+                self.exporter = make_exporter(self.framework, **kwargs)
+                self._owned = True
+                if self.exporter.url:
+                    log.info("rl-exporter (%s): scrape %s", self.framework, self.exporter.url)
+            except Exception as e:  # metrics must not stop the run
+                log.error("rl-exporter (%s): exporter not started: %r", self.framework, e)
+                self.exporter = None
+        if config_values:
+            set_config(self.exporter, config_values)
+        return self.exporter
+
+    def _log(self, frame, step) -> None:
+        if self._closed or self.exporter is None:
+            return
+        try:
+            self.exporter.log(metric_values(frame), step=step)
+        except Exception as e:  # never raise into the trainer
+            log.error("rl-exporter (%s): log failed: %r", self.framework, e)
+
+    def close(self) -> None:
+        """Flush; close the exporter only if this adapter created it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        ex = self.exporter
+        if ex is None:
+            return
+        try:
+            ex.flush()
+            if self._owned:
+                ex.close()
+        except Exception as e:
+            log.error("rl-exporter (%s): close failed: %r", self.framework, e)

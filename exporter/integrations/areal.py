@@ -27,7 +27,9 @@ import logging
 import os
 import sys
 
-from ._common import disabled, get_path, make_exporter, metric_values
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, get_path,
+                      model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -47,19 +49,42 @@ def _rank() -> int:
     return 0
 
 
-class RLExporterStatsHook:
+def config_values(config) -> dict:
+    """The settings the alert rules read, from AReaL's experiment config (GRPOConfig/PPOConfig
+    dataclass or its OmegaConf form).
+
+    n_mini: actor.ppo_n_minibatches (updates per training step). max_grad_norm:
+    actor.optimizer.gradient_clipping. max_response_length: gconfig.max_new_tokens.
+    rollout_gpu_memory_fraction: sglang.mem_fraction_static, or vllm.gpu_memory_utilization
+    when rollout.backend is vllm.
+    """
+    out = {
+        CONFIG_N_MINI: number(get_path(config, "actor", "ppo_n_minibatches")),
+        CONFIG_MAX_GRAD_NORM: number(get_path(config, "actor", "optimizer", "gradient_clipping")),
+        CONFIG_MAX_RESPONSE_LENGTH: number(get_path(config, "gconfig", "max_new_tokens")),
+    }
+    engine = str(get_path(config, "rollout", "backend") or get_path(config, "allocation_mode") or "")
+    if engine.split(":")[0].strip().lower() == "vllm":
+        out[CONFIG_ROLLOUT_GPU_MEMORY] = number(get_path(config, "vllm", "gpu_memory_utilization"))
+    elif get_path(config, "sglang") is not None:
+        out[CONFIG_ROLLOUT_GPU_MEMORY] = number(get_path(config, "sglang", "mem_fraction_static"))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class RLExporterStatsHook(ExporterOwner):
     """Mirror of StatsLogger.commit's export path: same filtering, same steps."""
+
+    framework = FRAMEWORK
 
     def __init__(self, config=None, *, run: str | None = None, exporter=None,
                  all_ranks: bool = False, **exporter_kwargs):
-        self._owned = exporter is None
-        self._closed = False
+        super().__init__(exporter)
         self.all_ranks = all_ranks
         self._last_commit_step = -1
         self._config = config
         self._exporter_kwargs = exporter_kwargs
         self._run = run
-        self.exporter = exporter  # created on the first commit of rank 0 (or any rank if all_ranks)
+        # the exporter is created on the first commit of rank 0 (or any rank if all_ranks)
 
     def _ensure(self):
         if self.exporter is None and not self._closed:
@@ -69,29 +94,33 @@ class RLExporterStatsHook:
             run = self._run or os.environ.get("RL_EXPORTER_RUN") or (
                 f"{exp}_{trial}" if exp and trial else exp or trial)
             kw = dict(self._exporter_kwargs)
-            path = get_path(cfg, "actor", "path")
-            kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
-            self.exporter = make_exporter(FRAMEWORK, run=run, **kw)
-            try:  # phases in progress: stats_tracker.record_timing(key) phases while open
-                # only when AReaL loaded it: importing it here would run AReaL's logging
-                # dictConfig, which disables every logger already created (ours included)
-                stats_tracker = sys.modules.get("areal.utils.stats_tracker")
-                if stats_tracker is not None:
-                    from ..timers import track_phase_timer
-                    track_phase_timer(self.exporter, stats_tracker, "record_timing")
+            kw.setdefault("model", model_basename(get_path(cfg, "actor", "path")))
+            try:
+                values = config_values(cfg)
             except Exception as e:
-                log.info("rl-exporter (areal): phases in progress off: %r", e)
+                log.error("rl-exporter (areal): settings not read: %r", e)
+                values = {}
+            if self._start(values, run=run, **kw) is not None:
+                try:  # phases in progress: stats_tracker.record_timing(key) phases while open
+                    # only when AReaL loaded it: importing it here would run AReaL's logging
+                    # dictConfig, which disables every logger already created (ours included)
+                    stats_tracker = sys.modules.get("areal.utils.stats_tracker")
+                    if stats_tracker is not None:
+                        from ..timers import track_phase_timer
+                        track_phase_timer(self.exporter, stats_tracker, "record_timing")
+                except Exception as e:
+                    log.info("rl-exporter (areal): phases in progress off: %r", e)
         return self.exporter
 
     def commit(self, epoch: int, step: int, global_step: int, data) -> None:
         if self._closed or (not self.all_ranks and _rank() != 0):
             return
-        ex = self._ensure()
+        self._ensure()
         items = [data] if isinstance(data, dict) else list(data)
         log_step = max(global_step, self._last_commit_step + 1)
         for i, item in enumerate(items):
             frame = {k: v for k, v in item.items() if not str(k).endswith(COUNT_SUFFIX)}
-            ex.log(metric_values(frame), step=log_step + i)
+            self._log(frame, log_step + i)
         self._last_commit_step = log_step + len(items) - 1
 
     # StatsLogger checkpoints its last step; keep ours in step after a resume.
@@ -100,15 +129,6 @@ class RLExporterStatsHook:
 
     def load_state_dict(self, state: dict) -> None:
         self._last_commit_step = state.get("last_commit_step", self._last_commit_step)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self.exporter is not None:
-            self.exporter.flush()
-            if self._owned:
-                self.exporter.close()
 
 
 def _wrap(obj_or_cls, hook_for):

@@ -124,6 +124,9 @@ class RLExporterMilesBackend:
             except Exception as e:
                 log.error("rl-exporter (miles): log failed: %r", e)
 
+    def define_step_key_metric_group(self, prefix: str, step_key: str) -> None:
+        """TrackingManager calls this on every backend; the step axis needs nothing from it."""
+
     def finish(self) -> None:
         if self.tracker is not None:
             self.tracker.finish()

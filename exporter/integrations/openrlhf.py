@@ -21,9 +21,12 @@ The step is OpenRLHF's global_step (one per PPO/GRPO training step).
 from __future__ import annotations
 
 import logging
+import math
 import os
 
-from ._common import get_path, make_exporter, metric_values
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, first, get_path, model_basename,
+                      number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -35,42 +38,63 @@ def run_name_of(args) -> str | None:
     return get_path(args, "logger", "wandb", "run_name") or get_path(args, "wandb_run_name")
 
 
-class RLExporterLogger:
+def config_values(args) -> dict:
+    """The settings the alert rules read, from OpenRLHF's args (0.11's nested namespace from
+    hierarchize(), or the flat argparse names of older releases).
+
+    n_mini: actor updates per rollout = train.max_epochs * ceil(rollout.batch_size *
+    rollout.n_samples_per_prompt / train.batch_size).
+    max_grad_norm: actor.max_norm. max_response_length: rollout.max_new_tokens (unset means
+    data.max_len minus each prompt's length: no single limit, so nothing is exported).
+    rollout_gpu_memory_fraction: vllm.gpu_memory_utilization.
+    """
+    out = {}
+    rbs = number(first(args, ("rollout", "batch_size"), ("rollout_batch_size",)))
+    n = number(first(args, ("rollout", "n_samples_per_prompt"), ("n_samples_per_prompt",))) or 1.0
+    tbs = number(first(args, ("train", "batch_size"), ("train_batch_size",)))
+    if rbs and tbs and tbs > 0:
+        epochs = number(first(args, ("train", "max_epochs"), ("max_epochs",))) or 1.0
+        out[CONFIG_N_MINI] = epochs * math.ceil(rbs * n / tbs)
+    out[CONFIG_MAX_GRAD_NORM] = number(first(args, ("actor", "max_norm"), ("max_norm",)))
+    out[CONFIG_MAX_RESPONSE_LENGTH] = number(first(args, ("rollout", "max_new_tokens"),
+                                                   ("generate_max_len",)))
+    out[CONFIG_ROLLOUT_GPU_MEMORY] = number(first(args, ("vllm", "gpu_memory_utilization"),
+                                                  ("vllm_gpu_memory_utilization",)))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class RLExporterLogger(ExporterOwner):
     """log_train / log_eval / close, exported to Prometheus (and OTLP) through rl-exporter."""
 
+    framework = FRAMEWORK
+
     def __init__(self, args=None, *, run: str | None = None, exporter=None, **exporter_kwargs):
-        self._owned = exporter is None
-        self._closed = False
+        super().__init__(exporter)
         if exporter is None:
             run = run or os.environ.get("RL_EXPORTER_RUN") or run_name_of(args)
-            algo = get_path(args, "algo", "advantage", "estimator") or get_path(args, "advantage_estimator")
-            model = get_path(args, "actor", "model_name_or_path") or get_path(args, "pretrain")
+            algo = first(args, ("algo", "advantage", "estimator"), ("advantage_estimator",))
             exporter_kwargs.setdefault("algorithm", str(algo) if algo else None)
-            exporter_kwargs.setdefault("model", os.path.basename(str(model).rstrip("/")) if model else None)
-            exporter = make_exporter(FRAMEWORK, run=run, **exporter_kwargs)
-        self.exporter = exporter
+            exporter_kwargs.setdefault("model", model_basename(
+                first(args, ("actor", "model_name_or_path"), ("pretrain",))))
+            try:
+                cfg = config_values(args)
+            except Exception as e:
+                log.error("rl-exporter (openrlhf): settings not read: %r", e)
+                cfg = {}
+            self._start(cfg, run=run, **exporter_kwargs)
 
     def log_train(self, global_step: int, logs_dict) -> None:
         if self._closed:
             return
-        frame = metric_values({k: v for k, v in dict(logs_dict).items() if k != "generated_samples"})
-        self.exporter.log(frame, step=global_step)
+        self._log({k: v for k, v in dict(logs_dict).items() if k != "generated_samples"}, global_step)
 
     def log_eval(self, global_step: int, logs_dict) -> None:
         if self._closed:
             return
         frame = {}
-        for k, v in metric_values(dict(logs_dict)).items():
+        for k, v in dict(logs_dict).items():
             frame[k if str(k).startswith("eval_") else f"eval_{k}"] = v
-        self.exporter.log(frame, step=global_step)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.exporter.flush()
-        if self._owned:
-            self.exporter.close()
+        self._log(frame, global_step)
 
 
 class TeeLogger:

@@ -30,10 +30,12 @@ import atexit
 import functools
 import importlib
 import logging
-import os
+import math
 import sys
 
-from ._common import disabled, exporter_kwargs, make_exporter, metric_values
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, env_rank,
+                      exporter_kwargs, model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -43,12 +45,26 @@ DEFAULT_PORT = 9464
 MODULES = ("slime.utils.logging_utils", "slime.observability.logging_utils")
 
 
-def _env_rank() -> int:
-    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
-        v = os.environ.get(var, "")
-        if v.isdigit():
-            return int(v)
-    return 0
+def config_values(args) -> dict:
+    """The settings the alert rules read, from slime/Miles' parsed args (slime/utils/arguments.py).
+
+    n_mini: optimizer steps per rollout = num_steps_per_rollout, else
+    ceil(rollout_batch_size * n_samples_per_prompt / global_batch_size).
+    max_grad_norm: clip_grad (Megatron). max_response_length: rollout_max_response_len.
+    rollout_gpu_memory_fraction: sglang_mem_fraction_static.
+    """
+    g = lambda name: number(getattr(args, name, None))  # noqa: E731
+    out = {}
+    n_mini = g("num_steps_per_rollout")
+    if n_mini is None:
+        rbs, n, gbs = g("rollout_batch_size"), g("n_samples_per_prompt") or 1.0, g("global_batch_size")
+        if rbs and gbs and gbs > 0:
+            n_mini = float(math.ceil(rbs * n / gbs))
+    out[CONFIG_N_MINI] = n_mini
+    out[CONFIG_MAX_GRAD_NORM] = g("clip_grad")
+    out[CONFIG_MAX_RESPONSE_LENGTH] = g("rollout_max_response_len")
+    out[CONFIG_ROLLOUT_GPU_MEMORY] = g("sglang_mem_fraction_static")
+    return {k: v for k, v in out.items() if v is not None}
 
 
 class StepAxis:
@@ -78,14 +94,13 @@ class StepAxis:
         return s
 
 
-class SlimeTracker:
+class SlimeTracker(ExporterOwner):
     """One process's exporter for slime-style `log(metrics, step_key)` calls."""
 
     def __init__(self, args=None, *, primary: bool = True, run: str | None = None, exporter=None,
                  framework: str = FRAMEWORK, **kwargs):
+        super().__init__(exporter)
         self.framework = framework
-        self._owned = exporter is None
-        self._finished = False
         spr = getattr(args, "num_steps_per_rollout", None)
         self.axis = StepAxis(spr if isinstance(spr, int) else None)
         if exporter is None:
@@ -93,32 +108,30 @@ class SlimeTracker:
             if "port" not in kw:
                 kw["port"] = getattr(args, "rl_exporter_port", None) or DEFAULT_PORT
             if not primary and kw.get("port"):
-                kw["port"] = int(kw["port"]) + 1 + _env_rank()
+                kw["port"] = int(kw["port"]) + 1 + (env_rank() or 0)
             kw.setdefault("run", run or getattr(args, "wandb_group", None)
                           or getattr(args, "tb_experiment_name", None) or getattr(args, "wandb_project", None))
-            hf = getattr(args, "hf_checkpoint", None)
-            kw.setdefault("model", os.path.basename(str(hf).rstrip("/")) if hf else None)
+            kw.setdefault("model", model_basename(getattr(args, "hf_checkpoint", None)))
             algo = getattr(args, "advantage_estimator", None)
             kw.setdefault("algorithm", str(algo) if algo else None)
-            exporter = make_exporter(self.framework, **kw)
-        self.exporter = exporter
-        _track_phases(exporter)
+            try:
+                values = config_values(args) if primary else {}
+            except Exception as e:
+                log.error("rl-exporter (%s): settings not read: %r", framework, e)
+                values = {}
+            self._start(values, **kw)
+        if self.exporter is not None:
+            _track_phases(self.exporter)
 
     def log(self, metrics, step_key: str | None = None, step=None):
-        if self._finished:
+        if self._closed:
             return
         raw = metrics.get(step_key) if step_key else None
         s = self.axis.step(step_key, raw if raw is not None else step)
-        frame = {k: v for k, v in metrics.items() if k != step_key}
-        self.exporter.log(metric_values(frame), step=s)
+        self._log({k: v for k, v in metrics.items() if k != step_key}, s)
 
     def finish(self):
-        if self._finished:
-            return
-        self._finished = True
-        self.exporter.flush()
-        if self._owned:
-            self.exporter.close()
+        self.close()
 
 
 _tracker: SlimeTracker | None = None

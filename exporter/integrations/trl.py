@@ -24,7 +24,8 @@ import logging
 import os
 import sys
 
-from ._common import make_exporter, metric_values
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -47,6 +48,26 @@ def algorithm_of(args) -> str | None:
     return None
 
 
+def config_values(args) -> dict:
+    """The settings the alert rules read, from a TrainingArguments subclass (GRPOConfig, ...).
+
+    n_mini: optimizer updates per generated batch. TRL generates steps_per_generation
+    micro-batches at once and reuses them num_iterations times; every
+    gradient_accumulation_steps micro-batches make one update. 1 means on-policy (the
+    importance ratio is exactly 1, so nothing can be clipped).
+    """
+    out = {CONFIG_MAX_GRAD_NORM: number(getattr(args, "max_grad_norm", None))}
+    iters = number(getattr(args, "num_iterations", None))
+    if iters is not None:
+        accum = number(getattr(args, "gradient_accumulation_steps", None)) or 1.0
+        spg = number(getattr(args, "steps_per_generation", None)) or accum
+        out[CONFIG_N_MINI] = iters * spg / accum
+    out[CONFIG_MAX_RESPONSE_LENGTH] = number(getattr(args, "max_completion_length", None))
+    if getattr(args, "use_vllm", False):
+        out[CONFIG_ROLLOUT_GPU_MEMORY] = number(getattr(args, "vllm_gpu_memory_utilization", None))
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def _model_name(model) -> str | None:
     if model is None:
         return None
@@ -54,18 +75,17 @@ def _model_name(model) -> str | None:
     name = getattr(cfg, "_name_or_path", None) or getattr(model, "name_or_path", None)
     if not name and cfg is not None:
         name = getattr(cfg, "model_type", None)
-    return os.path.basename(str(name).rstrip("/")) if name else None
+    return model_basename(name)
 
 
-class _CallbackImpl:
+class _CallbackImpl(ExporterOwner):
     """The callback's behaviour; mixed into transformers.TrainerCallback on first use."""
 
     def __init__(self, run: str | None = None, *, exporter=None, all_processes: bool = False,
                  algorithm: str | None = None, model: str | None = None,
                  close_on_train_end: bool = True, framework: str = FRAMEWORK, **exporter_kwargs):
+        ExporterOwner.__init__(self, exporter)
         self.run = run
-        self.exporter = exporter
-        self._owned = False            # we close only the exporter we created
         self.all_processes = all_processes
         self.algorithm = algorithm
         self.model = model
@@ -85,21 +105,22 @@ class _CallbackImpl:
         if self.exporter is not None or not self._is_exporting(state):
             return self.exporter
         run = self.run or os.environ.get("RL_EXPORTER_RUN") or getattr(args, "run_name", None) \
-            or os.path.basename(str(getattr(args, "output_dir", "") or "").rstrip("/")) or None
+            or model_basename(getattr(args, "output_dir", None))
         kw = dict(self.exporter_kwargs)
         kw.setdefault("algorithm", self.algorithm or algorithm_of(args))
         kw.setdefault("model", self.model or _model_name(model))
         if self.all_processes and kw.get("rank") is None:
             kw["rank"] = getattr(args, "process_index", None)
+        self._closed = False  # a second train() starts a new exporter
         try:
-            self.exporter = make_exporter(self.framework, run=run, **kw)
-            self._owned = True
-            if self.exporter.url:
-                log.info("rl-exporter (trl): scrape %s", self.exporter.url)
-            _track_phases(self.exporter)
-        except Exception as e:  # never break training over metrics
-            log.error("rl-exporter (trl): could not start the exporter: %r", e)
+            cfg = config_values(args)
+        except Exception as e:
+            log.error("rl-exporter (%s): settings not read: %r", self.framework, e)
+            cfg = {}
+        if self._start(cfg, run=run, **kw) is None:
             self._active = False
+        else:
+            _track_phases(self.exporter)
         return self.exporter
 
     # -------------------------------------------------------------- events
@@ -114,17 +135,17 @@ class _CallbackImpl:
     def on_log(self, args, state, control, logs=None, **kwargs):
         ex = self._ensure(args, state, kwargs.get("model"))
         if ex is not None and logs:
-            ex.log(metric_values(logs), step=state.global_step)
+            self._log(logs, state.global_step)
 
     def on_train_end(self, args, state, control, **kwargs):
         ex = self.exporter
         if ex is None:
             return
-        ex.flush()
         if self.close_on_train_end and self._owned:
-            ex.close()
+            self.close()
             self.exporter = None
-            self._owned = False
+        else:
+            ex.flush()
 
 
 _CLASS = None

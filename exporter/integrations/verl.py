@@ -28,9 +28,12 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 import os
 
-from ._common import disabled, get_path, make_exporter, metric_values
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, first, get_path,
+                      model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -62,24 +65,52 @@ def settings_from_config(config) -> dict:
     return out
 
 
-class RLExporterBackend:
+def config_values(config) -> dict:
+    """The settings the alert rules read, from veRL's trainer config (OmegaConf or dict).
+
+    n_mini: actor updates per training step = ppo_epochs * ceil(data.train_batch_size /
+    actor.ppo_mini_batch_size) (both in prompts; veRL scales both by rollout.n).
+    max_grad_norm: actor.optim.clip_grad (actor.grad_clip in older trees).
+    max_response_length: rollout.response_length, else data.max_response_length.
+    rollout_gpu_memory_fraction: rollout.gpu_memory_utilization (vLLM/SGLang KV-cache share).
+    """
+    actor = get_path(config, "actor_rollout_ref", "actor")
+    rollout = get_path(config, "actor_rollout_ref", "rollout")
+    out = {}
+    tbs = number(get_path(config, "data", "train_batch_size"))
+    mbs = number(get_path(actor, "ppo_mini_batch_size"))
+    if tbs and mbs and mbs > 0:
+        epochs = number(get_path(actor, "ppo_epochs")) or 1.0
+        out[CONFIG_N_MINI] = epochs * math.ceil(tbs / mbs)
+    out[CONFIG_MAX_GRAD_NORM] = number(first(actor, ("optim", "clip_grad"), ("grad_clip",)))
+    out[CONFIG_MAX_RESPONSE_LENGTH] = number(first(
+        config, ("actor_rollout_ref", "rollout", "response_length"), ("data", "max_response_length")))
+    out[CONFIG_ROLLOUT_GPU_MEMORY] = number(get_path(rollout, "gpu_memory_utilization"))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class RLExporterBackend(ExporterOwner):
     """A veRL Tracking backend: `log(data, step)` and `finish()`."""
+
+    framework = FRAMEWORK
 
     def __init__(self, project_name: str | None = None, experiment_name: str | None = None,
                  config=None, *, exporter=None, **exporter_kwargs):
-        self._owned = exporter is None
-        self.exporter = exporter
-        self._finished = False
+        super().__init__(exporter)
         if exporter is None:
             kw = settings_from_config(config)
             kw.update({k: v for k, v in exporter_kwargs.items() if v is not None})
             kw.setdefault("run", os.environ.get("RL_EXPORTER_RUN") or experiment_name)
             algo = get_path(config, "algorithm", "adv_estimator")
             kw.setdefault("algorithm", str(algo) if algo is not None else None)
-            path = get_path(config, "actor_rollout_ref", "model", "path")
-            kw.setdefault("model", os.path.basename(str(path).rstrip("/")) if path else None)
-            self.exporter = make_exporter(FRAMEWORK, **kw)
-            if self.exporter.url:
+            kw.setdefault("model", model_basename(get_path(config, "actor_rollout_ref", "model", "path")))
+            try:
+                cfg = config_values(config)
+            except Exception as e:  # an odd config costs the settings, not the backend
+                log.error("rl-exporter (verl): settings not read: %r", e)
+                cfg = {}
+            self._start(cfg, **kw)
+            if self.exporter is not None and self.exporter.url:
                 print(f"rl-exporter (verl): scrape {self.exporter.url}")
         try:  # phases in progress: veRL's marked_timer phases (gen, update_actor, ...) while open
             from ..timers import track_loaded_phase_timers
@@ -89,21 +120,10 @@ class RLExporterBackend:
 
     def log(self, data, step):
         """Called by Tracking.log(data=metrics, step=global_steps) once per step."""
-        if self._finished or self.exporter is None:
-            return
-        try:
-            self.exporter.log(metric_values(data), step=step)
-        except Exception as e:  # never raise into the trainer
-            log.error("rl-exporter (verl): log failed: %r", e)
+        self._log(data, step)
 
     def finish(self, exit_code: int = 0):
-        if self._finished:
-            return
-        self._finished = True
-        if self.exporter is not None:
-            self.exporter.flush()
-            if self._owned:
-                self.exporter.close()
+        self.close()
 
 
 def _tracking_class():

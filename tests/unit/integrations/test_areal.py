@@ -1,6 +1,6 @@
 """AReaL: the StatsLogger hook driven exactly as AReaL's trainer drives StatsLogger.
 
-`StatsLogger` reproduces areal/utils/stats_logger.py (areal-project/AReaL, 2026-08): commit()
+`StatsLogger` reproduces areal/utils/stats_logger.py (areal-project/AReaL cbff54d645d2, 2026-08-22; the released 1.0.4 is exercised for real in tests/integration/test_real_areal.py): commit()
 returns on ranks != 0, accepts a dict or a list of dicts, drops `*__count` keys, logs each item
 at `max(global_step, last_commit_step + 1) + i` (wandb.log / add_scalar are recorded here), and
 state_dict()/load_state_dict() carry last_commit_step across a resume. The trainer

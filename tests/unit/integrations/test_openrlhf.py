@@ -1,6 +1,6 @@
 """OpenRLHF 0.11: RLExporterLogger driven exactly as OpenRLHF's trainers drive their loggers.
 
-`Trainer` reproduces the logger plumbing of openrlhf/trainer/ppo_trainer.py (0.11):
+`Trainer` reproduces the logger plumbing of openrlhf/trainer/ppo_trainer.py (OpenRLHF/OpenRLHF 3c3be6234e0c, 0.11.0; the released 0.11.2 path runs for real in tests/integration/test_real_openrlhf.py):
 `self.wandb_logger = WandbLogger(args) if args.logger.wandb.key else None`,
 `self.tensorboard_logger = TensorboardLogger(args) if args.logger.tensorboard_dir else None`,
 save_logs_and_checkpoints() -> `log_train(global_step, logs_dict)` on each set logger every

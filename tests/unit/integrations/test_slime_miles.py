@@ -1,12 +1,12 @@
 """slime and Miles: adapters driven exactly as their tracking code drives its backends.
 
-slime (THUDM/slime, 2026-08): module functions init_tracking(args, primary=True),
+slime (THUDM/slime 624b824a898a, 2026-08-21; imported for real from tests/vendor in tests/integration/test_real_slime_miles.py): module functions init_tracking(args, primary=True),
 log(args, metrics, step_key) -> `wandb.log(metrics)` and TensorBoard
 `log(data=metrics minus step_key, step=metrics[step_key])`, finish_tracking(args). The train
 loop logs `train/*` with train/step = rollout_id * steps_per_rollout + step_id, the rollout side
 logs `rollout/*` / `perf/*` with rollout/step = rollout_id, evaluation `eval/*` with eval/step.
 
-Miles (radixark/miles, 2026-08): BACKEND_REGISTRY {name: (cls, flag)}; TrackingManager.init()
+Miles (radixark/miles 31f1ca961a94, 2026-08-21): BACKEND_REGISTRY {name: (cls, flag)}; TrackingManager.init()
 instantiates each backend whose flag is set and calls backend.init(args, primary=...);
 tracking.log(args, metrics, step_key) -> manager.log(metrics, step=metrics.get(step_key),
 step_key=step_key) -> backend.log(metrics, step=step, step_key=step_key); finish() at the end.

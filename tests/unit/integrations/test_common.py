@@ -1,0 +1,136 @@
+"""The lifecycle and settings plumbing every adapter shares (exporter/integrations/_common.py)."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from exporter.integrations import _common
+from exporter.integrations._common import ExporterOwner, exporter_kwargs, make_exporter, set_config
+from exporter.testing import scrape
+
+
+def test_port_none_means_no_server(monkeypatch):
+    monkeypatch.delenv("RL_EXPORTER_PORT", raising=False)
+    assert exporter_kwargs({"port": None}) == {"port": None}
+    assert exporter_kwargs({"run": None}) == {}  # other Nones mean "not given"
+    ex = make_exporter("trl", port=None)
+    try:
+        assert ex.url is None and ex.endpoint is None
+    finally:
+        ex.close()
+
+
+def test_env_port_none_and_bad_port(monkeypatch, caplog):
+    monkeypatch.setenv("RL_EXPORTER_PORT", "none")
+    assert exporter_kwargs() == {"port": None}
+    monkeypatch.setenv("RL_EXPORTER_PORT", "nine")
+    with caplog.at_level(logging.ERROR, "rl_exporter"):
+        assert "port" not in exporter_kwargs()
+    assert "not a port number" in caplog.text
+
+
+def test_misconfigured_otlp_never_raises(monkeypatch, caplog):
+    from exporter import hook
+    real = hook.Exporter
+
+    def exporter(**kw):  # an OTLP setup that raises, whatever the SDK version does with it
+        if kw.get("otlp_endpoint"):
+            raise ValueError("bad endpoint")
+        return real(**kw)
+
+    monkeypatch.setattr(hook, "Exporter", exporter)
+    with caplog.at_level(logging.ERROR, "rl_exporter"):
+        ex = make_exporter("verl", port=None, otlp_endpoint="::not a url::")
+    try:
+        assert isinstance(ex, real)
+    finally:
+        ex.close()
+    assert "exporting without OTLP" in caplog.text
+
+
+def test_model_basename_and_number():
+    assert _common.model_basename("/ckpt/Qwen2.5-7B/") == "Qwen2.5-7B"
+    assert _common.model_basename("Qwen/Qwen3-4B") == "Qwen3-4B"
+    assert _common.model_basename(None) is None and _common.model_basename("") is None
+    assert _common.number("0.5") is None and _common.number(True) is None
+    assert _common.number(float("nan")) is None and _common.number(3) == 3.0
+
+
+def test_env_rank(monkeypatch):
+    for v in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(v, raising=False)
+    assert _common.env_rank() is None
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    assert _common.env_rank() == 3
+
+
+def test_set_config_skips_unknowns():
+    ex = make_exporter("trl", port=None)
+    try:
+        done = set_config(ex, {"n_mini": 4, "max_grad_norm": None, "max_response_length": "auto"})
+        assert done == {"n_mini": 4.0}
+        series = scrape(ex)
+        assert series[("rl_config_value", (("parameter", "n_mini"),))] == 4.0
+        assert not any(dict(l).get("parameter") == "max_response_length" for n, l in series)
+    finally:
+        ex.close()
+    assert set_config(None, {"n_mini": 1}) == {}
+
+
+class Adapter(ExporterOwner):
+    framework = "openrlhf"
+
+
+def test_owner_closes_only_what_it_made_and_never_raises(caplog):
+    a = Adapter()
+    a._start({"n_mini": 2}, port=None)
+    ex = a.exporter
+    a._log({"policy_loss": 0.5}, 1)
+    a.close()
+    a.close()  # idempotent
+    assert ex._closed and a._closed
+    a._log({"policy_loss": 0.7}, 2)  # after close: dropped, no exception
+
+    theirs = make_exporter("openrlhf", port=None)
+    try:
+        b = Adapter(theirs)
+        b._log({"policy_loss": 0.25}, 1)
+        b.close()
+        assert not theirs._closed  # the caller's exporter stays open
+        assert scrape(theirs)[("rl_policy_loss", ())] == 0.25
+    finally:
+        theirs.close()
+
+    class Broken:
+        def log(self, *a, **k):
+            raise RuntimeError("boom")
+
+    c = Adapter(Broken())
+    with caplog.at_level(logging.ERROR, "rl_exporter"):
+        c._log({"x": 1}, 1)
+    assert "log failed" in caplog.text
+
+
+def test_start_failure_is_logged_not_raised(monkeypatch, caplog):
+    def boom(*a, **k):
+        raise OSError("no")
+    monkeypatch.setattr(_common, "make_exporter", boom)
+    a = Adapter()
+    with caplog.at_level(logging.ERROR, "rl_exporter"):
+        assert a._start(port=None) is None
+    assert "exporter not started" in caplog.text
+
+
+def test_trl_config_values_from_real_grpo_config():
+    trl = pytest.importorskip("trl")
+    from exporter.integrations.trl import config_values
+    args = trl.GRPOConfig(output_dir="/tmp/rlx-grpo", use_cpu=True, report_to="none", num_iterations=2,
+                          gradient_accumulation_steps=2, steps_per_generation=4, max_grad_norm=0.3,
+                          max_completion_length=256, per_device_train_batch_size=8, num_generations=8)
+    assert config_values(args) == {"n_mini": 4.0, "max_grad_norm": 0.3, "max_response_length": 256.0}
+    args.use_vllm = True
+    args.vllm_gpu_memory_utilization = 0.45
+    assert config_values(args)["rollout_gpu_memory_fraction"] == 0.45
+    on_policy = trl.GRPOConfig(output_dir="/tmp/rlx-grpo", use_cpu=True, report_to="none")
+    assert config_values(on_policy)["n_mini"] == 1.0

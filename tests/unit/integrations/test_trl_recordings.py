@@ -1,0 +1,85 @@
+"""The recorded TRL GRPOTrainer runs (tests/data/trl/*.spool, made by tests/data/trl/record.py)
+read back with our spool parser, and each shows the dynamics it was recorded for. Guards the
+recordings that the alert replays use: a re-recording that loses its pathology fails here."""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+import pytest
+
+from exporter.sources.spool import SpoolParser
+
+DIR = os.path.join(os.path.dirname(__file__), "..", "..", "data", "trl")
+RUNS = ("healthy", "lr_x1000", "constant_reward", "truncation", "entropy_collapse")
+
+
+def load(run):
+    path = os.path.join(DIR, f"{run}.spool")
+    assert os.path.getsize(path) < 1_000_000
+    p = SpoolParser()
+    steps = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            for fr in p.feed(line):
+                if "loss" in fr.data:
+                    steps[int(fr.step)] = fr.data
+    assert not p.rejected, p.rejected
+    return steps
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {r: load(r) for r in RUNS}
+
+
+def series(steps, key, lo=1, hi=10**9):
+    return [steps[s][key] for s in sorted(steps) if lo <= s <= hi]
+
+
+def test_every_run_has_300_logged_steps_and_its_settings(runs):
+    for run, steps in runs.items():
+        assert sorted(steps) == list(range(1, 301)), run
+        meta = json.load(open(os.path.join(DIR, f"{run}.json")))
+        assert meta["rl_config_value"]["n_mini"] == 1.0  # on-policy GRPO: nothing can be clipped
+        assert meta["rl_config_value"]["max_response_length"] == meta["max_completion_length"]
+
+
+def test_healthy_learns_without_collapse_or_truncation(runs):
+    h = runs["healthy"]
+    assert statistics.mean(series(h, "reward", 201, 300)) > statistics.mean(series(h, "reward", 1, 20)) + 0.3
+    assert min(series(h, "entropy")) > 0.5
+    assert max(series(h, "completions/clipped_ratio")) <= 0.125
+    assert max(series(h, "clip_ratio/region_mean")) == 0.0
+    assert sum(g > 0 for g in series(h, "grad_norm")) >= 295
+
+
+def test_lr_x1000_collapses_within_ten_steps(runs):
+    r = runs["lr_x1000"]
+    assert max(series(r, "grad_norm", 2, 3)) > 5 * r[1]["grad_norm"]  # the blow-up step
+    late_entropy, late_grad = series(r, "entropy", 10), series(r, "grad_norm", 10)
+    assert sum(e <= 0.01 for e in late_entropy) >= 0.9 * len(late_entropy)
+    assert sum(g == 0 for g in late_grad) >= 0.9 * len(late_grad)
+    assert min(series(r, "kl", 2)) > 1.0
+
+
+def test_constant_reward_has_no_learning_signal(runs):
+    c = runs["constant_reward"]
+    for key, value in (("grad_norm", 0.0), ("reward_std", 0.0), ("frac_reward_zero_std", 1.0), ("kl", 0.0),
+                       ("loss", 0.0)):
+        assert set(series(c, key)) == {value}, key
+    assert min(series(c, "entropy")) > 2.0  # nothing moves
+
+
+def test_truncation_clips_most_completions(runs):
+    t = runs["truncation"]
+    assert statistics.mean(series(t, "completions/clipped_ratio")) >= 0.85
+    assert max(series(t, "completions/mean_length")) <= 2.0
+
+
+def test_entropy_collapse(runs):
+    e = runs["entropy_collapse"]
+    assert statistics.mean(series(e, "entropy", 1, 10)) > 2.0
+    assert max(series(e, "entropy", 60)) < 0.2 and statistics.mean(series(e, "entropy", 60)) < 0.02
+    assert min(series(e, "reward", 60)) >= 0.95
