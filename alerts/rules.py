@@ -178,6 +178,70 @@ RECORDINGS: list[Recording] = [
               "time() - max by (run) (rl_training_step_timestamp_seconds)"),
 ]
 
+# ------------------------------------------------------------------ fleet recording rules
+# One series per run for the fleet dashboard (dashboards/fleet.py), so it reads a few
+# series per run instead of every rank's. A run's targets are the (job, instance) pairs whose
+# rl_run_info named it within the baseline window: a crashed rank still counts, as down.
+# State, first match wins: finished (step reached the run's total_training_steps), failed (a
+# critical alert other than the stall/down ones, or every target down), stalled (as
+# RLRunStalled, without its `for`), restarting (a rank's counters reset, or some ranks down),
+# running (the rest). Rules of a group run in order, so each reads the ones above it.
+_FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{baseline_window}]))"
+_FLEET_STATES = ("finished", "failed", "stalled", "restarting")
+
+
+def _fleet_unless(state: str) -> str:
+    earlier = _FLEET_STATES[:_FLEET_STATES.index(state)] if state in _FLEET_STATES else _FLEET_STATES
+    if not earlier:
+        return ""
+    return "\nunless on (run) (" + " or ".join(f"run:rl_run_{e}:group" for e in earlier) + ")"
+
+
+RECORDINGS += [
+    Recording("run:rl_fleet_targets:count", f"count by (run) ({_FLEET_TARGETS})"),
+    Recording("run:rl_fleet_targets_up:count",
+              f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"),
+    Recording("run:rl_training_step:max", "max by (run) (rl_training_step)"),
+    Recording("run:rl_training_step:deriv10m",
+              "max by (run) (deriv(rl_training_step[{short_window}]))"),
+    Recording("run:rl_mfu_ratio:max",
+              'max by (run) (rl_mfu_ratio{{stat="", split="", phase="train"}})'),
+    Recording("run:rl_gpu_throughput_tokens_per_second:max",
+              'max by (run) (rl_gpu_throughput_tokens_per_second{{stat="", split="", phase=""}})'),
+    Recording("run:hw_gpus:count", "count by (run) (hw_gpu_memory_limit_bytes)"),
+    Recording("run_severity:alerts_firing:count",
+              'count by (run, severity) (ALERTS{{alertstate="firing"}})'),
+    Recording("run:rl_run_finished:group",
+              "group by (run) (\n  max by (run) (last_over_time(rl_training_step[{baseline_window}]))\n"
+              '  >= on (run) max by (run) (last_over_time(rl_config_value{{parameter="total_training_steps"}}'
+              "[{baseline_window}]))\n)"),
+    Recording("run:rl_run_failed:group",
+              'group by (run) (\n  ALERTS{{alertstate="firing", severity="critical", '
+              'alertname!~"RLRunStalled|RLExporterDown"}}\n'
+              "  or (run:rl_fleet_targets:count unless on (run) run:rl_fleet_targets_up:count)\n)"
+              + _fleet_unless("failed")),
+    Recording("run:rl_run_stalled:group",
+              'group by (run) (\n  ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
+              "  or run:rl_training_step_timestamp_seconds:age > on (run) clamp_min({stall_step_factor}"
+              ' * max by (run) (max_over_time(rl_step_duration_seconds{{stat="", split=""}}'
+              "[{baseline_window}])), {stall_floor_seconds})\n"
+              "  or (run:rl_training_step_timestamp_seconds:age > {stall_floor_seconds}"
+              " unless on (run) rl_step_duration_seconds)\n)" + _fleet_unless("stalled")),
+    Recording("run:rl_run_restarting:group",
+              "group by (run) (\n  resets(rl_exporter_frames_received_total[{short_window}]) > 0\n"
+              "  or run:rl_fleet_targets:count > on (run) run:rl_fleet_targets_up:count\n)"
+              + _fleet_unless("restarting")),
+    Recording("run:rl_run_state:info",
+              "\nor ".join(f'label_replace(run:rl_run_{s}:group, "state", "{s}", "", "")'
+                           for s in _FLEET_STATES)
+              + '\nor label_replace(\n  group by (run) (run:rl_fleet_targets:count)'
+              + _fleet_unless("running") + ',\n  "state", "running", "", "")'),
+    Recording("run:hw_gpus_failing:count",
+              "run:hw_gpus:count * on (run) group_left () (\n"
+              '  max by (run) (run:rl_run_state:info{{state=~"failed|stalled"}})\n'
+              "  or on (run) 0 * run:hw_gpus:count\n)"),
+]
+
 R = "{{ $labels.run }}"
 
 
