@@ -185,22 +185,45 @@ RECORDINGS: list[Recording] = [
 # State, first match wins: finished (step reached the run's total_training_steps), failed (a
 # critical alert other than the stall/down ones, or every target down), stalled (as
 # RLRunStalled, without its `for`), restarting (a rank's counters reset, or some ranks down),
-# running (the rest). Rules of a group run in order, so each reads the ones above it.
+# running (the rest). Each rule reads scraped series only, never another recording: vmalert
+# reads a recording it wrote itself one or more evaluations late (docs/fleet.md).
 _FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{baseline_window}]))"
-_FLEET_STATES = ("finished", "failed", "stalled", "restarting")
+_FLEET_ALL = f"count by (run) ({_FLEET_TARGETS})"
+_FLEET_UP = f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"
+_FLEET_AGE = "(time() - max by (run) (rl_training_step_timestamp_seconds))"
+_FLEET_WHEN = {
+    "finished": ("max by (run) (last_over_time(rl_training_step[{baseline_window}]))\n"
+                 "  >= on (run) max by (run) (last_over_time(rl_config_value"
+                 '{{parameter="total_training_steps"}}[{baseline_window}]))'),
+    "failed": ('ALERTS{{alertstate="firing", severity="critical", '
+               'alertname!~"RLRunStalled|RLExporterDown"}}\n'
+               f"  or ({_FLEET_ALL}\n    unless on (run) {_FLEET_UP})"),
+    "stalled": ('ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
+                f"  or {_FLEET_AGE} > on (run) clamp_min({{stall_step_factor}} * max by (run) "
+                '(max_over_time(rl_step_duration_seconds{{stat="", split=""}}[{baseline_window}])), '
+                "{stall_floor_seconds})\n"
+                f"  or ({_FLEET_AGE} > {{stall_floor_seconds}} unless on (run) rl_step_duration_seconds)"),
+    "restarting": ("resets(rl_exporter_frames_received_total[{short_window}]) > 0\n"
+                   f"  or {_FLEET_ALL}\n    > on (run) {_FLEET_UP}"),
+}
 
 
-def _fleet_unless(state: str) -> str:
-    earlier = _FLEET_STATES[:_FLEET_STATES.index(state)] if state in _FLEET_STATES else _FLEET_STATES
-    if not earlier:
-        return ""
-    return "\nunless on (run) (" + " or ".join(f"run:rl_run_{e}:group" for e in earlier) + ")"
+def _fleet_in(*states: str) -> str:
+    return " or ".join(f"group by (run) (\n  {_FLEET_WHEN[s]}\n)" for s in states)
+
+
+def _fleet_state(state: str) -> str:
+    names = list(_FLEET_WHEN)
+    earlier = names[: names.index(state)] if state in names else names
+    expr = _fleet_in(state) if state in names else f"group by (run) ({_FLEET_ALL})"
+    if earlier:
+        expr += f"\nunless on (run) (\n{_fleet_in(*earlier)}\n)"
+    return f'label_replace(\n{expr},\n"state", "{state}", "", "")'
 
 
 RECORDINGS += [
-    Recording("run:rl_fleet_targets:count", f"count by (run) ({_FLEET_TARGETS})"),
-    Recording("run:rl_fleet_targets_up:count",
-              f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"),
+    Recording("run:rl_fleet_targets:count", _FLEET_ALL),
+    Recording("run:rl_fleet_targets_up:count", _FLEET_UP),
     Recording("run:rl_training_step:max", "max by (run) (rl_training_step)"),
     Recording("run:rl_training_step:deriv10m",
               "max by (run) (deriv(rl_training_step[{short_window}]))"),
@@ -211,35 +234,13 @@ RECORDINGS += [
     Recording("run:hw_gpus:count", "count by (run) (hw_gpu_memory_limit_bytes)"),
     Recording("run_severity:alerts_firing:count",
               'count by (run, severity) (ALERTS{{alertstate="firing"}})'),
-    Recording("run:rl_run_finished:group",
-              "group by (run) (\n  max by (run) (last_over_time(rl_training_step[{baseline_window}]))\n"
-              '  >= on (run) max by (run) (last_over_time(rl_config_value{{parameter="total_training_steps"}}'
-              "[{baseline_window}]))\n)"),
-    Recording("run:rl_run_failed:group",
-              'group by (run) (\n  ALERTS{{alertstate="firing", severity="critical", '
-              'alertname!~"RLRunStalled|RLExporterDown"}}\n'
-              "  or (run:rl_fleet_targets:count unless on (run) run:rl_fleet_targets_up:count)\n)"
-              + _fleet_unless("failed")),
-    Recording("run:rl_run_stalled:group",
-              'group by (run) (\n  ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
-              "  or run:rl_training_step_timestamp_seconds:age > on (run) clamp_min({stall_step_factor}"
-              ' * max by (run) (max_over_time(rl_step_duration_seconds{{stat="", split=""}}'
-              "[{baseline_window}])), {stall_floor_seconds})\n"
-              "  or (run:rl_training_step_timestamp_seconds:age > {stall_floor_seconds}"
-              " unless on (run) rl_step_duration_seconds)\n)" + _fleet_unless("stalled")),
-    Recording("run:rl_run_restarting:group",
-              "group by (run) (\n  resets(rl_exporter_frames_received_total[{short_window}]) > 0\n"
-              "  or run:rl_fleet_targets:count > on (run) run:rl_fleet_targets_up:count\n)"
-              + _fleet_unless("restarting")),
     Recording("run:rl_run_state:info",
-              "\nor ".join(f'label_replace(run:rl_run_{s}:group, "state", "{s}", "", "")'
-                           for s in _FLEET_STATES)
-              + '\nor label_replace(\n  group by (run) (run:rl_fleet_targets:count)'
-              + _fleet_unless("running") + ',\n  "state", "running", "", "")'),
+              "\nor ".join(_fleet_state(s) for s in (*_FLEET_WHEN, "running"))),
+    # GPUs of runs failed or stalled now, 0 for the other runs: summed over time, GPU-hours.
     Recording("run:hw_gpus_failing:count",
-              "run:hw_gpus:count * on (run) group_left () (\n"
-              '  max by (run) (run:rl_run_state:info{{state=~"failed|stalled"}})\n'
-              "  or on (run) 0 * run:hw_gpus:count\n)"),
+              "count by (run) (hw_gpu_memory_limit_bytes) * on (run) group_left () (\n"
+              f"  ({_fleet_in('failed', 'stalled')})\n  unless on (run) ({_fleet_in('finished')})\n"
+              "  or on (run) 0 * count by (run) (hw_gpu_memory_limit_bytes)\n)"),
 ]
 
 R = "{{ $labels.run }}"
