@@ -94,7 +94,7 @@ class RankEndpoint(Endpoint):
         from wsgiref.simple_server import make_server
         self._server = make_server(self.addr, self.port, self._app, _ReusableServer, _QuietHandler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 2.0},
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
                                         name="rl-exporter-fleet-http", daemon=True)
         self._thread.start()
 
@@ -208,8 +208,9 @@ class Fleet:
         t.exporter = t.endpoint = None
 
     def close(self) -> None:
-        for t in self.targets:
-            self._down(t)
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(16) as pool:  # each stop waits up to a server poll interval
+            list(pool.map(self._down, self.targets))
 
     # ------------------------------------------------------------ steps
     def tick(self) -> None:
@@ -238,6 +239,7 @@ class Fleet:
         r.step += 1
         frame = r.sim.frame(r.step)
         if frame is None:  # the stall scenario: the trainer hangs from its onset on
+            rank0.flush(1.0)  # the last frame's own timestamp first, then the backdated one
             rank0.store.set("rl_training_step_timestamp_seconds", time.time() - self.stall_age)
             return
         rank0.log(translate(frame, r.framework), step=r.step)
