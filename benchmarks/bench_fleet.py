@@ -173,6 +173,7 @@ def measure(runs: int, ranks: int, gpus: int, seconds: float, interval: str, tmp
             "prom RSS MiB": own["process_resident_memory_bytes"] / 2**20,
             "prom CPU %": 100 * (prom_cpu1 - prom_cpu0) / wall,
             "fleet start s": start_s,
+            "load avg": os.getloadavg()[0],
         }
         rss, cpu1 = proc_stat(fleet.pid)
         row["fleet RSS MiB"] = rss / 2**20
@@ -243,7 +244,7 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
-COLUMNS = ("targets", "up", "samples/target", "head series", "rule group s (max)", "rule group s (last)",
+COLUMNS = ("targets", "load avg", "up", "samples/target", "head series", "rule group s (max)", "rule group s (last)",
            "missed evals", "scrape s (avg)", "scrape s (max)", "prom RSS MiB", "prom CPU %",
            "fleet RSS MiB", "fleet CPU %")
 MODEL = ("head series", "rule group s (max)", "prom RSS MiB", "prom CPU %", "scrape s (avg)")

@@ -42,7 +42,8 @@ FRAMEWORKS = ("verl", "trl", "openrlhf", "areal", "slime")
 KINDS = (("healthy", 0.70), ("failing", 0.12), ("finished", 0.08), ("restarting", 0.05),
          ("stalled", 0.05))
 FAILURES = ("nan-loss", "entropy-collapse", "kl-spike", "grad-explosion", "length-truncation",
-            "no-signal", "gpu-memory-full", "throughput-drop")
+            "no-signal", "gpu-memory-full", "throughput-drop", "gpu-throttle")
+POWER_CAP, HW_THERMAL = 0x4, 0x40  # NVML clock-event reason bits
 TOTAL_STEPS_PARAMETER = "total_training_steps"
 MODELS = ("qwen2.5-7b", "qwen2.5-3b", "llama-3.1-8b", "qwen3-30b-a3b")
 
@@ -194,7 +195,12 @@ class Fleet:
                       rank=t.rank, host=f"{r.name}-node-{t.rank}", serve=False, gpu=False,
                       poll_interval=0.25)
         if self.gpus:
-            ex.gpu_sampler = start_sampler(ex, "on", self.gpu_interval, nvml=FakeNVML(gpus=self.gpus))
+            nv = FakeNVML(gpus=self.gpus)
+            for g in nv.gpus:  # at the power cap under load, as healthy GPUs are; no thermal slowdown
+                g["reasons"] = POWER_CAP
+            if r.scenario == "gpu-throttle":
+                nv.gpus[-1]["reasons"] = POWER_CAP | HW_THERMAL
+            ex.gpu_sampler = start_sampler(ex, "on", self.gpu_interval, nvml=nv)
         ex.store.set("rl_config_value", float(r.total), {"parameter": TOTAL_STEPS_PARAMETER})
         ep = RankEndpoint(ex.registry, self.listen, t.port, health=ex.health)
         ep.start()  # OSError on a taken port: the caller says which
