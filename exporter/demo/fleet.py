@@ -90,14 +90,72 @@ class _ReusableServer(_Server):
     allow_reuse_address = True  # a restarted rank binds its port again at once
 
 
+class Listener:
+    """One thread accepting on every rank's port: a thread per port polling for shutdown
+    would wake thousands of times a second in a big fleet. Each request is still served on
+    its own thread (ThreadingMixIn), as the real endpoint serves it."""
+
+    def __init__(self):
+        import selectors
+        self._sel = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="rl-exporter-fleet-http", daemon=True)
+        self._stop = False
+        self._thread.start()
+
+    def add(self, server) -> None:
+        import selectors
+        with self._lock:
+            self._sel.register(server.socket, selectors.EVENT_READ, server)
+
+    def remove(self, server) -> None:
+        with self._lock:
+            try:
+                self._sel.unregister(server.socket)
+            except (KeyError, ValueError):
+                pass
+
+    def _loop(self) -> None:
+        while not self._stop:
+            if not self._sel.get_map():
+                time.sleep(0.1)
+                continue
+            try:
+                ready = self._sel.select(timeout=0.1)
+            except (OSError, ValueError):  # a socket closed under us: look again
+                continue
+            for key, _ in ready:
+                try:
+                    key.data._handle_request_noblock()  # accept, then a thread serves it
+                except (OSError, ValueError):
+                    pass
+
+    def close(self) -> None:
+        self._stop = True
+
+
+_LISTENER: Listener | None = None
+
+
+def listener() -> Listener:
+    global _LISTENER
+    if _LISTENER is None or _LISTENER._stop:
+        _LISTENER = Listener()
+    return _LISTENER
+
+
 class RankEndpoint(Endpoint):
     def start(self) -> None:
         from wsgiref.simple_server import make_server
         self._server = make_server(self.addr, self.port, self._app, _ReusableServer, _QuietHandler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
-                                        name="rl-exporter-fleet-http", daemon=True)
-        self._thread.start()
+        listener().add(self._server)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            listener().remove(self._server)
+            self._server.server_close()
+            self._server = None
 
 
 @dataclass
@@ -193,7 +251,7 @@ class Fleet:
         from ..testing_nvml import FakeNVML
         ex = Exporter(run=r.name, framework=r.framework, algorithm="grpo", model=r.model,
                       rank=t.rank, host=f"{r.name}-node-{t.rank}", serve=False, gpu=False,
-                      poll_interval=0.25)
+                      poll_interval=1.0)
         if self.gpus:
             nv = FakeNVML(gpus=self.gpus)
             for g in nv.gpus:  # at the power cap under load, as healthy GPUs are; no thermal slowdown
