@@ -43,14 +43,14 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from alerts.rules import render  # noqa: E402
+from alerts.rules import FLEET_STATES, render  # noqa: E402
 from dashboards.fleet import DASHBOARD  # noqa: E402
 
 RULES = sorted(str(p) for p in (REPO / "alerts" / "rules").glob("*.y*ml"))
 FLEET_RECORDS = ("run:rl_fleet_targets:count", "run:rl_fleet_targets_up:count", "run:rl_training_step:max",
                  "run:rl_training_step:deriv10m", "run:rl_mfu_ratio:max",
                  "run:rl_gpu_throughput_tokens_per_second:max", "run:hw_gpus:count",
-                 "run_severity:alerts_firing:count", "run:rl_run_state:info", "run:hw_gpus_failing:count")
+                 "run_severity:alerts_firing:count", "run:rl_run_state:code", "run:hw_gpus_failing:count")
 
 
 def free_port() -> int:
@@ -178,8 +178,8 @@ def measure(runs: int, ranks: int, gpus: int, seconds: float, interval: str, tmp
         rss, cpu1 = proc_stat(fleet.pid)
         row["fleet RSS MiB"] = rss / 2**20
         row["fleet CPU %"] = 100 * (cpu1 - fleet_cpu0) / wall
-        states = query(base, "count by (state) (run:rl_run_state:info)")
-        row["states"] = {s["metric"]["state"]: int(float(s["value"][1])) for s in states}
+        states = query(base, "count_values(\"code\", run:rl_run_state:code)")
+        row["states"] = {FLEET_STATES[int(s["metric"]["code"])]: int(float(s["value"][1])) for s in states}
         rules = get(f"{base}/api/v1/rules")["data"]["groups"]
         slow = sorted(((r.get("evaluationTime", 0), r.get("name")) for g in rules for r in g["rules"]),
                       reverse=True)[:3]

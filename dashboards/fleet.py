@@ -11,6 +11,8 @@ from __future__ import annotations
 from .common import ALERTS, CONSISTENCY, GPU, S, bars, q, qi, stat, table, timeline, ts
 from .model import Dashboard, Row
 
+from alerts.rules import FLEET_STATES  # code -> state of run:rl_run_state:code
+
 R = 'run=~"$run"'
 TIME = "${__url_time_range}&var-datasource=${datasource}"
 OVERVIEW = "/d/rl-overview/rl-run-overview?" + TIME + "&var-run="
@@ -37,11 +39,12 @@ def series_links() -> list[dict]:
 
 def state_stat(title: str, state: str, color: str):
     bad = [(None, "green"), (1, color)] if color != "green" else [(None, "green")]
-    return stat(title, f"Runs whose state is {state} now (run:rl_run_state:info).",
+    code = next(c for c, s in FLEET_STATES.items() if s == state)
+    return stat(title, f"Runs whose state is {state} now (run:rl_run_state:code == {code}).",
                 {"running": "most runs.", "restarting": "0; a run restarting again and again is "
                  "crash-looping.", "stalled": "0.", "failed": "0.",
                  "finished": "runs that reached their total_training_steps."}[state],
-                qi(f'count(run:rl_run_state:info{{state="{state}", {R}}}) or vector(0)', state),
+                qi(f"count(run:rl_run_state:code{{{R}}} == {code}) or vector(0)", state),
                 unit="short", min=0, width=3, thresholds=bad)
 
 
@@ -59,15 +62,18 @@ COLUMNS = [  # (column, expr, gate, unit, decimals)
 ]
 REFS = "CDEFGHIJK"
 STATE_COLORS = {s: c for _, s, c in STATES}
+STATE_MAPPINGS = [{"type": "value", "options": {
+    str(code): {"text": state, "color": STATE_COLORS[state], "index": i}
+    for i, (code, state) in enumerate(sorted(FLEET_STATES.items()))}}]
 TRANSFORMS = [
     {"id": "merge", "options": {}},
     {"id": "organize", "options": {
-        "excludeByName": {"Time": True, "Value #A": True, "Value #B": True, "host": True, "rank": True,
+        "excludeByName": {"Time": True, "Value #A": True, "host": True, "rank": True,
                           "version": True, "__name__": True, "instance": True, "job": True,
                           "namespace": True},
-        "indexByName": {"run": 0, "state": 1, "framework": 2, "algorithm": 3, "model": 4,
+        "indexByName": {"run": 0, "Value #B": 1, "framework": 2, "algorithm": 3, "model": 4,
                         **{f"Value #{r}": 5 + i for i, r in enumerate(REFS)}},
-        "renameByName": {f"Value #{r}": c for r, (c, *_) in zip(REFS, COLUMNS)}}},
+        "renameByName": {"Value #B": "state", **{f"Value #{r}": c for r, (c, *_) in zip(REFS, COLUMNS)}}}},
 ]
 OVERRIDES = run_links() + [
     {"matcher": {"id": "byName", "options": c}, "properties": [
@@ -75,8 +81,7 @@ OVERRIDES = run_links() + [
     for c, _, _, unit, dec in COLUMNS] + [
     {"matcher": {"id": "byName", "options": "state"}, "properties": [
         {"id": "custom.cellOptions", "value": {"type": "color-background"}},
-        {"id": "mappings", "value": [{"type": "value", "options": {
-            s: {"color": c, "index": i} for i, (s, c) in enumerate(STATE_COLORS.items())}}]}]},
+        {"id": "mappings", "value": STATE_MAPPINGS}]},
     {"matcher": {"id": "byName", "options": "last step age"}, "properties": [
         {"id": "custom.cellOptions", "value": {"type": "color-background"}},
         {"id": "thresholds", "value": {"mode": "absolute", "steps": [
@@ -88,9 +93,8 @@ OVERRIDES = run_links() + [
             {"color": "green", "value": None}, {"color": color, "value": 1}]}}]}
       for c, color in (("critical", "red"), ("warning", "orange"))],
 ]
-# One number per run and time for the state timeline (1 running ... 5 finished).
-STATE_CODE = "max by (run) (\n  " + "\n  or ".join(
-    f'{i + 1} * run:rl_run_state:info{{state="{s}", {R}}}' for i, s in enumerate(STATE_COLORS)) + "\n)"
+# One number per run and time for the state timeline (run:rl_run_state:code).
+STATE_CODE = f"max by (run) (run:rl_run_state:code{{{R}}})"
 RUN_INFO = f"max by (run, framework, algorithm, model) (rl_run_info{{{S}}})"
 
 # -------------------------------------------------------------------- top-N per diagnosis signal
@@ -171,7 +175,7 @@ ROWS = [
               "overview or diagnosis.",
               "state running (or finished), age below a few step durations, no firing alerts.",
               qi(RUN_INFO, "", format="table"),
-              qi(f"max by (run, state) (run:rl_run_state:info{{{R}}})", "", format="table"),
+              qi(f"max by (run) (run:rl_run_state:code{{{R}}})", "", format="table"),
               *[qi(expr, "", format="table", gate=gate) for _, expr, gate, _, _ in COLUMNS],
               transformations=TRANSFORMS, overrides=OVERRIDES, sort_by="last step age", height=12),
         table("Firing alerts by run and severity",
@@ -203,11 +207,9 @@ ROWS = [
         ts("Training step per run", "Latest training step of every run.", "every line rising.",
            q(f"run:rl_training_step:max{{{R}}}"), unit="short", min=0, width=12,
            overrides=series_links()),
-        timeline("State of each run over time", "Each run's state (run:rl_run_state:info) along "
+        timeline("State of each run over time", "Each run's state (run:rl_run_state:code) along "
                  "the time range.", "running (green) or finished (blue) bands.",
-                 q(STATE_CODE), width=12, mappings=[{"type": "value", "options": {
-                     str(i + 1): {"text": s, "color": c, "index": i}
-                     for i, (s, c) in enumerate(STATE_COLORS.items())}}]),
+                 q(STATE_CODE), width=12, mappings=STATE_MAPPINGS),
     ]),
 ]
 

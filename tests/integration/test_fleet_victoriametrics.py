@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from alerts.rules import FLEET_STATES
 from dashboards import DASHBOARDS
 from exporter.demo.fleet import Fleet
 from tests.conftest import free_port, require_binary, stop
@@ -177,7 +178,8 @@ def test_fleet_states_from_both_backends(fleet_backends):
     expected[killed] = "failed"  # failing runs alert after `for:` windows longer than this test
     at = time.time() - 1
     for base in (b.prom, b.vm):
-        got = {dict(k)["run"]: dict(k)["state"] for k in answer(b.query(base, "run:rl_run_state:info", at))}
+        got = {dict(k)["run"]: FLEET_STATES[int(v)]
+               for k, v in answer(b.query(base, "run:rl_run_state:code", at)).items()}
         assert got == expected, (base, got)
 
 
