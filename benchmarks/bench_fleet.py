@@ -247,7 +247,8 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
 COLUMNS = ("targets", "load avg", "up", "samples/target", "head series", "rule group s (max)", "rule group s (last)",
            "missed evals", "scrape s (avg)", "scrape s (max)", "prom RSS MiB", "prom CPU %",
            "fleet RSS MiB", "fleet CPU %")
-MODEL = ("head series", "rule group s (max)", "prom RSS MiB", "prom CPU %", "scrape s (avg)")
+MODEL = ("head series", "rule group s (last)", "rule group s (max)", "prom RSS MiB", "prom CPU %",
+         "scrape s (avg)", "fleet CPU %")
 
 
 def main(argv=None) -> int:
@@ -284,9 +285,10 @@ def main(argv=None) -> int:
             a0, b = fit(xs, [r[c] for r in rows])
             ext = ", ".join(f"{t}: {a0 + b * t:.4g}" for t in (1024, 2048, 4096))
             print(f"  {c:20s} a = {a0:.4g}, b = {b:.4g} per target -> {ext}")
-        a0, b = fit(xs, [r["rule group s (max)"] for r in rows])
-        if b > 0:
-            print(f"  rule group reaches 1 s at about {(1 - a0) / b:.0f} targets (with this much history)")
+        for c in ("rule group s (last)", "rule group s (max)"):
+            a0, b = fit(xs, [r[c] for r in rows])
+            if b > 0:
+                print(f"  {c} reaches 1 s at about {(1 - a0) / b:.0f} targets (with this much history)")
         a0, b = fit(xs, [r["prom RSS MiB"] for r in rows])
         print(f"  Prometheus memory: {b * 1024:.3g} MiB per 1,024 targets above a {a0:.3g} MiB base")
     d = rows[-1].get("dashboard")
