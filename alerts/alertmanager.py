@@ -4,7 +4,11 @@
   our `severity` passed through), warning -> a ticket/chat webhook, info -> nowhere;
 - grouped by run (and alertname);
 - inhibitions: critical mutes warning/info of the same run; cause alerts mute the symptom
-  alerts they explain (rules.CAUSES).
+  alerts they explain (rules.CAUSES);
+- fleets: one page per run, not one per rank (the PagerDuty route groups by run alone, so
+  every rank's and every critical alert of a run share one notification), and a run-level
+  critical alert mutes the rank-level alerts of its run (RANK_LEVEL: alerts kept per
+  `instance`, e.g. RLExporterDown on each of a crashed job's ranks).
 
 `loopback(...)` is the same routing with both receivers replaced by webhooks on 127.0.0.1,
 for tests: a running Alertmanager must never call out to PagerDuty from here.
@@ -13,10 +17,20 @@ from __future__ import annotations
 
 import copy
 
-from .rules import CAUSES
+from .rules import ALERTS, CAUSES
 
 PAGERDUTY_KEY_FILE = "/etc/alertmanager/secrets/pagerduty/routing-key"
 TICKET_WEBHOOK_URL = "http://alert-tickets.monitoring.svc:8080/rl-exporter"
+
+# Alerts that fire once per scrape target (their expression keeps `instance`): one per rank.
+RANK_LEVEL = tuple(a.name for a in ALERTS if "instance" in a.expr)
+
+
+def fleet_inhibitions() -> list[dict]:
+    """A run-level critical alert mutes the rank-level alerts of the same run."""
+    run_level = f'alertname!~"{"|".join(RANK_LEVEL)}"'
+    return [{"source_matchers": ['severity="critical"', run_level],
+             "target_matchers": [f'alertname="{name}"'], "equal": ["run"]} for name in RANK_LEVEL]
 
 
 def config() -> dict:
@@ -29,6 +43,7 @@ def config() -> dict:
     for cause, symptom in CAUSES:
         inhibit.append({"source_matchers": [f'alertname="{cause}"'],
                         "target_matchers": [f'alertname="{symptom}"'], "equal": ["run"]})
+    inhibit += fleet_inhibitions()
     return {
         "global": {"resolve_timeout": "5m"},
         "route": {
@@ -38,7 +53,9 @@ def config() -> dict:
             "group_interval": "5m",
             "repeat_interval": "4h",
             "routes": [
-                {"matchers": ['severity="critical"'], "receiver": "pagerduty", "repeat_interval": "1h"},
+                # one page per run: every critical alert of a run, from any rank, in one group
+                {"matchers": ['severity="critical"'], "receiver": "pagerduty", "group_by": ["run"],
+                 "repeat_interval": "1h"},
                 {"matchers": ['severity="warning"'], "receiver": "tickets", "repeat_interval": "24h"},
                 {"matchers": ['severity="info"'], "receiver": "null"},
             ],
@@ -49,8 +66,12 @@ def config() -> dict:
             {"name": "pagerduty", "pagerduty_configs": [{
                 "routing_key_file": PAGERDUTY_KEY_FILE,
                 "severity": '{{ if .CommonLabels.severity }}{{ .CommonLabels.severity }}{{ else }}critical{{ end }}',
-                "description": '{{ .CommonLabels.alertname }} on run {{ .CommonLabels.run }}: '
-                               '{{ .CommonAnnotations.summary }}',
+                # a run's page may hold several alerts: name them when they differ
+                "description": '{{ if .CommonLabels.alertname }}{{ .CommonLabels.alertname }}'
+                               '{{ else }}{{ range .Alerts.Firing }}{{ .Labels.alertname }} {{ end }}'
+                               '{{ end }} on run {{ .CommonLabels.run }}: '
+                               '{{ if .CommonAnnotations.summary }}{{ .CommonAnnotations.summary }}'
+                               '{{ else }}{{ .Alerts.Firing | len }} firing{{ end }}',
                 "details": {
                     "run": "{{ .CommonLabels.run }}",
                     "alertname": "{{ .CommonLabels.alertname }}",

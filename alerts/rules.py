@@ -178,6 +178,59 @@ RECORDINGS: list[Recording] = [
               "time() - max by (run) (rl_training_step_timestamp_seconds)"),
 ]
 
+# ------------------------------------------------------------------ fleet recording rules
+# One series per run for the fleet dashboard (dashboards/fleet.py), so it reads a few
+# series per run instead of every rank's. A run's targets are the (job, instance) pairs whose
+# rl_run_info named it within the baseline window: a crashed rank still counts, as down.
+# State code, first match wins: 5 finished (step reached the run's total_training_steps),
+# 4 failed (a critical alert other than the stall/down ones, or every target down), 3 stalled
+# (as RLRunStalled, without its `for`), 2 restarting (a rank's counters reset, or some ranks
+# down), 1 running. `a or b` keeps a run's first match, so each condition is evaluated once.
+# The rules read scraped series only, never another recording: vmalert reads a recording it
+# wrote itself one or more evaluations late (docs/fleet.md).
+_FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{baseline_window}]))"
+_FLEET_UP_RATIO = f"avg by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () up)"
+_FLEET_AGE = "(time() - max by (run) (rl_training_step_timestamp_seconds))"
+FLEET_STATES = {5: "finished", 4: "failed", 3: "stalled", 2: "restarting", 1: "running"}
+_FLEET_WHEN = [
+    (5, "max by (run) (last_over_time(rl_training_step[{baseline_window}]))\n"
+        "  >= on (run) max by (run) (last_over_time(rl_config_value"
+        '{{parameter="total_training_steps"}}[{baseline_window}]))'),
+    (4, 'ALERTS{{alertstate="firing", severity="critical", alertname!~"RLRunStalled|RLExporterDown"}}\n'
+        f"  or {_FLEET_UP_RATIO} == 0"),
+    (3, 'ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
+        f"  or {_FLEET_AGE} > on (run) clamp_min({{stall_step_factor}} * max by (run) "
+        '(max_over_time(rl_step_duration_seconds{{stat="", split=""}}[{baseline_window}])), '
+        "{stall_floor_seconds})\n"
+        f"  or ({_FLEET_AGE} > {{stall_floor_seconds}} unless on (run) rl_step_duration_seconds)"),
+    (2, "resets(rl_exporter_frames_received_total[{short_window}]) > 0\n"
+        f"  or {_FLEET_UP_RATIO} < 1"),
+    (1, _FLEET_UP_RATIO),
+]
+_FLEET_CODE = "\nor ".join(f"{code} * group by (run) (\n  {expr}\n)" for code, expr in _FLEET_WHEN)
+
+RECORDINGS += [
+    Recording("run:rl_fleet_targets:count", f"count by (run) ({_FLEET_TARGETS})"),
+    Recording("run:rl_fleet_targets_up:count",
+              f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"),
+    Recording("run:rl_training_step:max", "max by (run) (rl_training_step)"),
+    Recording("run:rl_training_step:deriv10m",
+              "max by (run) (deriv(rl_training_step[{short_window}]))"),
+    Recording("run:rl_mfu_ratio:max",
+              'max by (run) (rl_mfu_ratio{{stat="", split="", phase="train"}})'),
+    Recording("run:rl_gpu_throughput_tokens_per_second:max",
+              'max by (run) (rl_gpu_throughput_tokens_per_second{{stat="", split="", phase=""}})'),
+    Recording("run:hw_gpus:count", "count by (run) (hw_gpu_memory_limit_bytes)"),
+    Recording("run_severity:alerts_firing:count",
+              'count by (run, severity) (ALERTS{{alertstate="firing"}})'),
+    Recording("run:rl_run_state:code", _FLEET_CODE),
+    # GPUs of runs failed (4) or stalled (3) now, 0 for the other runs: summed over time,
+    # GPU-hours. code % 5 >= 3 is 1 for codes 3 and 4 only.
+    Recording("run:hw_gpus_failing:count",
+              "count by (run) (hw_gpu_memory_limit_bytes) * on (run) group_left () (\n"
+              f"(\n{_FLEET_CODE}\n) % 5 >= bool 3\n)"),
+]
+
 R = "{{ $labels.run }}"
 
 

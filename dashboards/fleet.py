@@ -1,86 +1,222 @@
-"""Fleet: every run in one sortable table, linking to its overview."""
+"""Fleet: the dashboard to open first. Runs by state, firing alerts by run and severity,
+MFU and throughput per run, GPU-hours burned by failing runs, the top runs per diagnosis
+signal; every run links to its overview and diagnosis dashboards.
+
+It reads the per-run series the fleet recording rules pre-aggregate (alerts/rules.py,
+`run:*`), so a fleet of hundreds of ranks costs it a few series per run. Recorded series
+carry only `run`, so the `job` and `namespace` variables do not narrow them.
+"""
 from __future__ import annotations
 
-from .common import ALERTS, LINK_OVERVIEW, S, mean, q, qi, sel, stat, table, ts
+from .common import ALERTS, CONSISTENCY, GPU, S, bars, q, qi, stat, table, timeline, ts
 from .model import Dashboard, Row
 
-BY = "max by (run)"
-COLUMNS = [  # (column, expr, gate)
-    ("step", f"{BY} ({sel('rl_training_step')})", None),
-    ("steps/min", f"{BY} (deriv({sel('rl_training_step')}[5m]) * 60)", None),
-    ("last step age", f"{BY} (time() - {sel('rl_training_step_timestamp_seconds')})", None),
-    ("reward", f"{BY} ({mean('rl_reward')})", None),
-    ("train MFU", BY + " (" + sel("rl_mfu_ratio", 'phase="train"') + ")", None),
-    ("firing alerts", 'count by (run) (ALERTS{alertstate="firing", run=~"$run"})', ALERTS),
-]
+from alerts.rules import FLEET_STATES  # code -> state of run:rl_run_state:code
 
-REFS = "BCDEFG"
+R = 'run=~"$run"'
+TIME = "${__url_time_range}&var-datasource=${datasource}"
+OVERVIEW = "/d/rl-overview/rl-run-overview?" + TIME + "&var-run="
+DIAGNOSIS = "/d/rl-diagnosis/rl-diagnosis?" + TIME + "&var-run="
+BASELINE = "the run has more than the short window of history (baselines are the hour before it)"
+STATES = (("Running", "running", "green"), ("Restarting", "restarting", "yellow"),
+          ("Stalled", "stalled", "red"), ("Failed", "failed", "red"), ("Finished", "finished", "blue"))
+
+
+def run_links(field: str = "run", value: str = "${__value.raw}") -> list[dict]:
+    """One override putting both run links on `field`."""
+    return [{"matcher": {"id": "byName", "options": field}, "properties": [{"id": "links", "value": [
+        {"title": "Open the run overview", "url": OVERVIEW + value},
+        {"title": "Open the run diagnosis", "url": DIAGNOSIS + value}]}]}]
+
+
+def series_links() -> list[dict]:
+    """Both run links on every series of a bar gauge or time series (the run is a label)."""
+    return [{"matcher": {"id": "byFrameRefID", "options": "A"}, "properties": [{"id": "links", "value": [
+        {"title": "Open the overview of ${__field.labels.run}", "url": OVERVIEW + "${__field.labels.run}"},
+        {"title": "Open the diagnosis of ${__field.labels.run}",
+         "url": DIAGNOSIS + "${__field.labels.run}"}]}]}]
+
+
+def state_stat(title: str, state: str, color: str):
+    bad = [(None, "green"), (1, color)] if color != "green" else [(None, "green")]
+    code = next(c for c, s in FLEET_STATES.items() if s == state)
+    return stat(title, f"Runs whose state is {state} now (run:rl_run_state:code == {code}).",
+                {"running": "most runs.", "restarting": "0; a run restarting again and again is "
+                 "crash-looping.", "stalled": "0.", "failed": "0.",
+                 "finished": "runs that reached their total_training_steps."}[state],
+                qi(f"count(run:rl_run_state:code{{{R}}} == {code}) or vector(0)", state),
+                unit="short", min=0, width=3, thresholds=bad)
+
+
+# -------------------------------------------------------------------- the runs table
+COLUMNS = [  # (column, expr, gate, unit, decimals)
+    ("step", f"run:rl_training_step:max{{{R}}}", None, "short", 0),
+    ("steps/min", f"run:rl_training_step:deriv10m{{{R}}} * 60", None, "short", 2),
+    ("last step age", f"run:rl_training_step_timestamp_seconds:age{{{R}}}", None, "s", 0),
+    ("train MFU", f"run:rl_mfu_ratio:max{{{R}}}", None, "percentunit", 1),
+    ("tokens/s/GPU", f"run:rl_gpu_throughput_tokens_per_second:max{{{R}}}", None, "short", 0),
+    ("GPUs", f"run:hw_gpus:count{{{R}}}", GPU, "short", 0),
+    ("ranks up", f"run:rl_fleet_targets_up:count{{{R}}}", None, "short", 0),
+    ("critical", f'sum by (run) (run_severity:alerts_firing:count{{severity="critical", {R}}})', ALERTS, "short", 0),
+    ("warning", f'sum by (run) (run_severity:alerts_firing:count{{severity="warning", {R}}})', ALERTS, "short", 0),
+]
+REFS = "CDEFGHIJK"
+STATE_COLORS = {s: c for _, s, c in STATES}
+STATE_MAPPINGS = [{"type": "value", "options": {
+    str(code): {"text": state, "color": STATE_COLORS[state], "index": i}
+    for i, (code, state) in enumerate(sorted(FLEET_STATES.items()))}}]
 TRANSFORMS = [
     {"id": "merge", "options": {}},
     {"id": "organize", "options": {
         "excludeByName": {"Time": True, "Value #A": True, "host": True, "rank": True,
-                          "version": True, "__name__": True, "instance": True},
-        "indexByName": {"run": 0, "framework": 1, "algorithm": 2, "model": 3, "job": 4,
-                        "namespace": 5, **{f"Value #{r}": 6 + i for i, r in enumerate(REFS)}},
-        "renameByName": {f"Value #{r}": c for r, (c, _, _) in zip(REFS, COLUMNS)}}},
+                          "version": True, "__name__": True, "instance": True, "job": True,
+                          "namespace": True},
+        "indexByName": {"run": 0, "Value #B": 1, "framework": 2, "algorithm": 3, "model": 4,
+                        **{f"Value #{r}": 5 + i for i, r in enumerate(REFS)}},
+        "renameByName": {"Value #B": "state", **{f"Value #{r}": c for r, (c, *_) in zip(REFS, COLUMNS)}}}},
 ]
-OVERRIDES = [
-    {"matcher": {"id": "byName", "options": "last step age"},
-     "properties": [{"id": "unit", "value": "s"},
-                    {"id": "custom.cellOptions", "value": {"type": "color-background"}},
-                    {"id": "thresholds", "value": {"mode": "absolute", "steps": [
-                        {"color": "green", "value": None}, {"color": "yellow", "value": 300},
-                        {"color": "red", "value": 600}]}}]},
-    {"matcher": {"id": "byName", "options": "train MFU"},
-     "properties": [{"id": "unit", "value": "percentunit"}, {"id": "decimals", "value": 1}]},
-    {"matcher": {"id": "byName", "options": "reward"}, "properties": [{"id": "decimals", "value": 3}]},
-    {"matcher": {"id": "byName", "options": "steps/min"}, "properties": [{"id": "decimals", "value": 2}]},
-    {"matcher": {"id": "byName", "options": "firing alerts"},
-     "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}},
-                    {"id": "noValue", "value": "0"},
-                    {"id": "thresholds", "value": {"mode": "absolute", "steps": [
-                        {"color": "green", "value": None}, {"color": "red", "value": 1}]}}]},
+OVERRIDES = run_links() + [
+    {"matcher": {"id": "byName", "options": c}, "properties": [
+        {"id": "unit", "value": unit}, {"id": "decimals", "value": dec}]}
+    for c, _, _, unit, dec in COLUMNS] + [
+    {"matcher": {"id": "byName", "options": "state"}, "properties": [
+        {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+        {"id": "mappings", "value": STATE_MAPPINGS}]},
+    {"matcher": {"id": "byName", "options": "last step age"}, "properties": [
+        {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+        {"id": "thresholds", "value": {"mode": "absolute", "steps": [
+            {"color": "green", "value": None}, {"color": "yellow", "value": 300},
+            {"color": "red", "value": 900}]}}]},
+    *[{"matcher": {"id": "byName", "options": c}, "properties": [
+        {"id": "custom.cellOptions", "value": {"type": "color-background"}}, {"id": "noValue", "value": "0"},
+        {"id": "thresholds", "value": {"mode": "absolute", "steps": [
+            {"color": "green", "value": None}, {"color": color, "value": 1}]}}]}
+      for c, color in (("critical", "red"), ("warning", "orange"))],
+]
+# One number per run and time for the state timeline (run:rl_run_state:code).
+STATE_CODE = f"max by (run) (run:rl_run_state:code{{{R}}})"
+RUN_INFO = f"max by (run, framework, algorithm, model) (rl_run_info{{{S}}})"
+
+# -------------------------------------------------------------------- top-N per diagnosis signal
+TOP = 5
+SIGNALS = [  # (title, what, expr, unit, gate)
+    ("Reward drop vs baseline", "Fall of the 10-minute mean reward below the previous hour's, "
+     "as a fraction of it (RLRewardCollapse reads the same recordings).",
+     f"(run:rl_reward:avg_over_time1h_offset10m{{{R}}} - run:rl_reward:avg_over_time10m{{{R}}})"
+     f" / abs(run:rl_reward:avg_over_time1h_offset10m{{{R}}})", "percentunit", BASELINE),
+    ("Entropy collapse", "1 - recent mean entropy / the previous hour's (RLEntropyCollapse).",
+     f"1 - run:rl_entropy:avg_over_time10m{{{R}}} / run:rl_entropy:avg_over_time1h_offset10m{{{R}}}",
+     "percentunit", BASELINE),
+    ("Gradient norm vs baseline", "Recent mean gradient norm over the previous hour's "
+     "(RLGradNormExplosion).",
+     f"run:rl_grad_norm:avg_over_time10m{{{R}}} / run:rl_grad_norm:avg_over_time1h_offset10m{{{R}}}",
+     "none", BASELINE),
+    ("Policy KL", "10-minute mean PPO KL (RLPolicyKLSpike).",
+     f'max by (run) (avg_over_time(rl_policy_kl{{{S}, stat="", split=""}}[10m]))', "none", None),
+    ("Clip fraction", "10-minute mean clip fraction (RLClipFractionHigh).",
+     f'max by (run) (avg_over_time(rl_policy_clip_ratio{{{S}, stat="", split="", bound=""}}[10m]))',
+     "percentunit", None),
+    ("Responses truncated", "10-minute mean share of responses cut at the length limit "
+     "(RLResponseTruncationHigh).",
+     f'max by (run) (avg_over_time(rl_response_truncated_ratio{{{S}, stat="", split="", subset=""}}[10m]))',
+     "percentunit", None),
+    ("Throughput drop vs baseline", "1 - recent tokens/s/GPU over the previous hour's "
+     "(RLThroughputDrop).",
+     f"1 - run:rl_gpu_throughput_tokens_per_second:avg_over_time10m{{{R}}}"
+     f" / run:rl_gpu_throughput_tokens_per_second:avg_over_time1h_offset10m{{{R}}}", "percentunit", BASELINE),
+    ("Train/inference mismatch vs baseline", "Recent train/inference KL over the previous hour's "
+     "(RLTrainInferenceMismatchRising).",
+     f"run:rl_train_inference_kl:avg_over_time10m{{{R}}} / run:rl_train_inference_kl:avg_over_time1h_offset10m{{{R}}}",
+     "none", CONSISTENCY),
+    ("Seconds since the step advanced", "Age of the last training step (RLRunStalled).",
+     f"run:rl_training_step_timestamp_seconds:age{{{R}}}", "s", None),
 ]
 
-RUN_INFO = f"max by (run, framework, algorithm, model, job, namespace) (rl_run_info{{{S}}})"
+
+def top_panel(title, what, expr, unit, gate):
+    return bars(f"Top {TOP}: {title}", f"The {TOP} runs highest on this signal. {what} "
+                "Click a bar for the run's overview or diagnosis.",
+                "small values; a run far above the others is the one to open.",
+                qi(f"topk({TOP}, {expr})", "{{run}}", gate=gate), unit=unit, width=8, height=7,
+                overrides=series_links())
+
 
 ROWS = [
-    Row("Runs", [
-        stat("Runs", "Runs reporting to Prometheus now.", "the runs you expect.",
-             qi(f"count(rl_run_info{{{S}}})", "runs"), unit="short", min=0, width=6),
-        stat("Stalled runs", "Runs whose step has not advanced for 10 minutes.",
-             "0 (this project's heuristic threshold: 10 minutes).",
-             qi(f"count((time() - {sel('rl_training_step_timestamp_seconds')}) > 600) or vector(0)",
-                "stalled"), unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
-        stat("Runs with firing alerts", "Runs with at least one firing alert.", "0.",
-             qi('count(count by (run) (ALERTS{alertstate="firing", run=~"$run"})) or vector(0)',
-                "alerting"), unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
-        stat("Steps per minute (all runs)", "Training steps per minute summed over the runs.",
-             "steady; a drop is a stalled or slowed run.",
-             qi(f"sum(deriv({sel('rl_training_step')}[5m])) * 60", "steps/min"),
-             unit="short", min=0, width=6, decimals=2),
-        table("All runs",
-              "One row per run: identity (framework, algorithm, model), step, steps per minute, "
-              "seconds since the step last advanced, mean reward, train MFU and firing alerts. "
-              "Sort by any column; click a run to open its overview.",
-              "every run advancing (age below a few step durations, 10 minutes is a stall), no "
-              "firing alerts.",
-              qi(RUN_INFO, "", format="table"),
-              *[qi(expr, "", format="table", gate=gate) for _, expr, gate in COLUMNS],
-              transformations=TRANSFORMS, overrides=OVERRIDES, sort_by="last step age", height=12,
-              links=[{"field": "run", "title": "Open the run overview",
-                      "url": LINK_OVERVIEW + "&var-run=${__value.raw}"}]),
+    Row("Runs by state", [
+        stat("Runs", "Runs known in the last hour (every target that exported rl_run_info).",
+             "the runs you expect.", qi(f"count(run:rl_fleet_targets:count{{{R}}}) or vector(0)", "runs"),
+             unit="short", min=0, width=4),
+        *[state_stat(title, state, color) for title, state, color in STATES],
+        stat("Critical alerts firing", "Firing critical alerts over all runs.", "0.",
+             qi(f'sum(run_severity:alerts_firing:count{{severity="critical", {R}}}) or vector(0)',
+                "critical", gate=ALERTS), unit="short", min=0, width=5,
+             thresholds=[(None, "green"), (1, "red")]),
     ]),
+    Row("Cost of failing runs", [
+        stat("GPU-hours burned by failing runs", "GPU-hours (over the dashboard's time range) of the "
+             "runs while they were failed or stalled: run:hw_gpus_failing:count summed per minute.",
+             "close to 0; every GPU-hour here bought nothing.",
+             qi(f"sum(sum_over_time(run:hw_gpus_failing:count{{{R}}}[$__range:1m])) / 60 or vector(0)",
+                "GPU-hours", gate=GPU), unit="short", min=0, decimals=1, width=6,
+             thresholds=[(None, "green"), (8, "orange"), (64, "red")]),
+        stat("GPUs in failing runs now", "GPUs held by runs that are failed or stalled now.", "0.",
+             qi(f"sum(run:hw_gpus_failing:count{{{R}}}) or vector(0)", "GPUs", gate=GPU),
+             unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
+        ts("GPUs held by failing runs", "GPUs of each failed or stalled run over time (stacked): the "
+           "area is the GPU-hours burned.", "empty.",
+           q(f"run:hw_gpus_failing:count{{{R}}} > 0", gate=GPU), unit="short", min=0, width=12,
+           stack=True, overrides=series_links()),
+    ]),
+    Row("All runs", [
+        table("Runs",
+              "One row per run: state, identity (framework, algorithm, model), step, steps per "
+              "minute, seconds since the step advanced, train MFU, tokens/s per GPU, GPUs, ranks "
+              "up, firing critical and warning alerts. Sort by any column; click a run for its "
+              "overview or diagnosis.",
+              "state running (or finished), age below a few step durations, no firing alerts.",
+              qi(RUN_INFO, "", format="table"),
+              qi(f"max by (run) (run:rl_run_state:code{{{R}}})", "", format="table"),
+              *[qi(expr, "", format="table", gate=gate) for _, expr, gate, _, _ in COLUMNS],
+              transformations=TRANSFORMS, overrides=OVERRIDES, sort_by="last step age", height=12),
+        table("Firing alerts by run and severity",
+              "Firing alerts per run and severity (run_severity:alerts_firing:count). Click a run "
+              "for its overview or diagnosis.", "empty.",
+              qi(f"sum by (run, severity) (run_severity:alerts_firing:count{{{R}}})", "",
+                 format="table", gate=ALERTS),
+              transformations=[{"id": "organize", "options": {
+                  "excludeByName": {"Time": True}, "renameByName": {"Value": "firing"}}}],
+              overrides=run_links(), sort_by="firing", width=12, height=8),
+        bars("Firing alerts per run", "Firing alerts per run, by severity.", "empty.",
+             qi(f"sum by (run, severity) (run_severity:alerts_firing:count{{{R}}})",
+                "{{run}} {{severity}}", gate=ALERTS), unit="short", min=0, width=12, height=8,
+             overrides=series_links()),
+    ]),
+    Row("Efficiency per run", [
+        bars("Train MFU per run", "Model-FLOPs utilisation of training, per run (max over roles).",
+             "30-40 % good, > 40 % excellent (seed 004 section 7.4).",
+             qi(f"sort_desc(run:rl_mfu_ratio:max{{{R}}})"), unit="percentunit", min=0, max=1,
+             width=12, height=10, thresholds=[(None, "red"), (0.2, "orange"), (0.3, "green")],
+             overrides=series_links()),
+        bars("Throughput per run (tokens/s per GPU)", "Tokens per second per GPU, per run.",
+             "steady per run; compare runs of the same model and hardware only.",
+             qi(f"sort_desc(run:rl_gpu_throughput_tokens_per_second:max{{{R}}})"), unit="short",
+             min=0, width=12, height=10, overrides=series_links()),
+    ]),
+    Row("Top runs per diagnosis signal", [top_panel(*s) for s in SIGNALS]),
     Row("Progress", [
         ts("Training step per run", "Latest training step of every run.", "every line rising.",
-           q(mean("rl_training_step")), unit="short", min=0, width=12),
-        ts("Reward per run", "Mean training reward of every run.", "rising or stable.",
-           q(mean("rl_reward")), unit="none", decimals=3, width=12),
+           q(f"run:rl_training_step:max{{{R}}}"), unit="short", min=0, width=12,
+           overrides=series_links()),
+        timeline("State of each run over time", "Each run's state (run:rl_run_state:code) along "
+                 "the time range.", "running (green) or finished (blue) bands.",
+                 q(STATE_CODE), width=12, mappings=STATE_MAPPINGS),
     ]),
 ]
 
 DASHBOARD = Dashboard(
     uid="rl-fleet", title="RL fleet",
-    description="Every run in a sortable table (framework, step, steps/min, last step age, "
-                "reward, MFU, firing alerts), each linking to its run overview.",
+    description="Open first: runs by state (running, restarting, stalled, failed, finished), "
+                "firing alerts by run and severity, MFU and throughput per run, GPU-hours burned "
+                "by failing runs, the top runs per diagnosis signal; every run links to its "
+                "overview and diagnosis. Reads the fleet recording rules (run:*).",
     rows=ROWS, tags=["rl-exporter", "rl"])

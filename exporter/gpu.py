@@ -51,6 +51,11 @@ CLOCK_EVENT_REASONS = (
     ("display_clock_setting", "nvmlClocksEventReasonDisplayClockSetting", 0x100),
 )
 
+# Reasons that are settings, not throttling (application clocks, sync boost, a display clock):
+# left out by default, 3 series per GPU that keep a rank within its series budget
+# (`rl-exporter catalog --budget`); RL_EXPORTER_GPU_SETTING_REASONS=1 exports them too.
+SETTING_REASONS = frozenset({"applications_clocks_setting", "sync_boost", "display_clock_setting"})
+
 # Counters read in ONE nvmlDeviceGetFieldValues call: (metric, labels, field constant, scope,
 # scale, wraps). `wraps`: NVML says the value can wrap, so the sampler accumulates deltas.
 UINT_MAX = 0xFFFFFFFF  # scopeId: all NVLink links summed
@@ -328,9 +333,10 @@ class GPUSampler:
             fn = getattr(nv, "nvmlDeviceGetSupportedClocksEventReasons", None) or \
                 nv.nvmlDeviceGetSupportedClocksThrottleReasons
             mask = fn(d.handle)
+            settings = self._env.get("RL_EXPORTER_GPU_SETTING_REASONS", "").lower() in ("1", "true", "yes")
             for name, const, bit in CLOCK_EVENT_REASONS:
                 bit = getattr(nv, const, bit)
-                if mask & bit:
+                if mask & bit and (settings or name not in SETTING_REASONS):
                     d.reasons.append((bit, self._sid(d, "hw_gpu_clock_event_active",
                                                      (("reason", name),))))
 

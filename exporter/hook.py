@@ -131,8 +131,14 @@ class Exporter:
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
                  scope_labels: bool = False, poll_interval: float = 0.02,
-                 gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None):
+                 gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
+                 expert_series: bool | None = None):
         self.run = run or _default_run()
+        # Per-expert MoE series (label `expert`: layers x experts of them) are opt-in: they
+        # alone can exceed a rank's whole series budget (`rl-exporter catalog --budget`).
+        if expert_series is None:
+            expert_series = os.environ.get("RL_EXPORTER_EXPERT_SERIES", "").lower() in ("1", "true", "yes")
+        self.expert_series = expert_series
         self.catalog = catalog
         if framework not in ("auto",) and framework not in catalog.vocabularies:
             log.error("unknown framework %r; using 'auto' (known: %s)", framework,
@@ -437,7 +443,8 @@ class Exporter:
         r = self.catalog.resolve(key, self.framework)
         if r.step:
             slot = _STEP
-        elif r.ignored:
+        elif r.ignored or (not self.expert_series and r.metric is not None
+                                and "expert" in r.metric.labels):
             slot = _Drop("ignored")
         elif r.fallback:
             if self._fallback_keys >= self.fallback_limit:

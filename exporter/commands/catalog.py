@@ -9,9 +9,17 @@ HELP = "print every canonical metric: name, kind, unit, aggregation, labels, hel
 def add_arguments(p):
     p.add_argument("--json", action="store_true", help="one JSON document (a list of metrics)")
     p.add_argument("--framework", help="only metrics that this framework feeds")
+    p.add_argument("--budget", action="store_true",
+                   help="measure the series of one fully featured rank (8 GPUs) against the "
+                        "per-rank budget; exit 1 when over")
 
 
 def run(args) -> int:
+    if getattr(args, "budget", False):
+        from ..demo.budget import measure, text
+        report = measure()
+        print(json.dumps(report, indent=1) if args.json else text(report))
+        return 0 if report["within"] else 1
     from ..catalog import CATALOG, FRAMEWORK_ALIASES
     rows = CATALOG.as_json()
     if args.framework:
