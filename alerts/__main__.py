@@ -7,6 +7,7 @@
     python -m alerts cadence --measure            # rerun promtool, record steps-to-fire per alert
                                                   # and cadence (alerts/tests/cadence-steps.json)
     python -m alerts cadence                      # print the alert x cadence x steps table
+    python -m alerts docs                         # rewrite the generated tables of docs/alerts.md
     python -m alerts --check                      # CI: committed files current, names in catalog,
                                                   # runbook anchors resolve
 """
@@ -39,7 +40,7 @@ def load_overrides(path: str | None) -> dict | None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m alerts", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file", "cadence", "alertmanager"))
+    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file", "cadence", "docs", "alertmanager"))
     p.add_argument("--measure", action="store_true", help="cadence: rerun promtool and record steps-to-fire")
     p.add_argument("--check", action="store_true", help="same as the 'check' command")
     p.add_argument("--overrides", help="YAML/JSON: thresholds, alerts.<Name>.{for,severity,disabled,"
@@ -56,6 +57,11 @@ def main(argv=None) -> int:
             print("alerts: OK (rules current, metric names in catalog, runbook anchors resolve, "
                   "promtool tests current)")
         return 1 if problems else 0
+    if a.command == "docs":
+        from . import docs
+        docs.DOC.write_text(docs.render(docs.DOC.read_text()))
+        print(f"wrote {docs.DOC}")
+        return 0
     if a.command == "cadence":
         from . import cadence
         if a.measure:

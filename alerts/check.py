@@ -88,6 +88,8 @@ def run_checks() -> list[str]:
                 problems.append(f"alerts/tests/{f.name} differs from alerts/cadence.py; "
                                 "run `python -m alerts test-file` (or `cadence --measure`)")
         problems += cadence.problems()
+        from . import docs
+        problems += docs.problems()
     except ImportError as e:
         problems.append(f"alerts/testcases.py: {e}")
     from .alertmanager import config, yaml_text as am_yaml

@@ -1,14 +1,15 @@
 """Fleet: every run in one sortable table, linking to its overview."""
 from __future__ import annotations
 
-from .common import ALERTS, LINK_OVERVIEW, S, mean, q, qi, sel, stat, table, ts
+from .common import (ALERTS, LINK_OVERVIEW, S, STALL_RED, STALL_YELLOW, mean, q, qi, sel, stall_ratio, stat,
+                     steps_per_minute, table, ts)
 from .model import Dashboard, Row
 
 BY = "max by (run)"
 COLUMNS = [  # (column, expr, gate)
     ("step", f"{BY} ({sel('rl_training_step')})", None),
-    ("steps/min", f"{BY} (deriv({sel('rl_training_step')}[5m]) * 60)", None),
-    ("last step age", f"{BY} (time() - {sel('rl_training_step_timestamp_seconds')})", None),
+    ("steps/min", f"{BY} ({steps_per_minute()})", None),
+    ("last step age", f"{BY} ({stall_ratio()})", None),
     ("reward", f"{BY} ({mean('rl_reward')})", None),
     ("train MFU", BY + " (" + sel("rl_mfu_ratio", 'phase="train"') + ")", None),
     ("firing alerts", 'count by (run) (ALERTS{alertstate="firing", run=~"$run"})', ALERTS),
@@ -26,11 +27,11 @@ TRANSFORMS = [
 ]
 OVERRIDES = [
     {"matcher": {"id": "byName", "options": "last step age"},
-     "properties": [{"id": "unit", "value": "s"},
+     "properties": [{"id": "unit", "value": "none"}, {"id": "decimals", "value": 1},
                     {"id": "custom.cellOptions", "value": {"type": "color-background"}},
                     {"id": "thresholds", "value": {"mode": "absolute", "steps": [
-                        {"color": "green", "value": None}, {"color": "yellow", "value": 300},
-                        {"color": "red", "value": 600}]}}]},
+                        {"color": "green", "value": None}, {"color": "yellow", "value": STALL_YELLOW},
+                        {"color": "red", "value": STALL_RED}]}}]},
     {"matcher": {"id": "byName", "options": "train MFU"},
      "properties": [{"id": "unit", "value": "percentunit"}, {"id": "decimals", "value": 1}]},
     {"matcher": {"id": "byName", "options": "reward"}, "properties": [{"id": "decimals", "value": 3}]},
@@ -48,16 +49,17 @@ ROWS = [
     Row("Runs", [
         stat("Runs", "Runs reporting to Prometheus now.", "the runs you expect.",
              qi(f"count(rl_run_info{{{S}}})", "runs"), unit="short", min=0, width=6),
-        stat("Stalled runs", "Runs whose step has not advanced for 10 minutes.",
-             "0 (this project's heuristic threshold: 10 minutes).",
-             qi(f"count((time() - {sel('rl_training_step_timestamp_seconds')}) > 600) or vector(0)",
+        stat("Stalled runs", "Runs silent for 5 step lengths (max(30 min, 5 x the longest step)): "
+             "RLRunStalled's condition.",
+             "0.",
+             qi(f"count(({stall_ratio()}) > {STALL_RED}) or vector(0)",
                 "stalled"), unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
         stat("Runs with firing alerts", "Runs with at least one firing alert.", "0.",
              qi('count(count by (run) (ALERTS{alertstate="firing", run=~"$run"})) or vector(0)',
                 "alerting"), unit="short", min=0, width=6, thresholds=[(None, "green"), (1, "red")]),
         stat("Steps per minute (all runs)", "Training steps per minute summed over the runs.",
              "steady; a drop is a stalled or slowed run.",
-             qi(f"sum(deriv({sel('rl_training_step')}[5m])) * 60", "steps/min"),
+             qi(f"sum({steps_per_minute()})", "steps/min"),
              unit="short", min=0, width=6, decimals=2),
         table("All runs",
               "One row per run: identity (framework, algorithm, model), step, steps per minute, "

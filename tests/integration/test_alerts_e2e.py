@@ -41,7 +41,9 @@ ONSET = 60                    # steps of healthy history before the failure (15 
                               # rules need 20 baseline steps scraped and the run past warm-up
 # Relative rules compare with the previous hour (30 s here): a drop must outlast the baseline's
 # contamination by the new level for its `for:`, so give that scenario a full baseline first.
-ONSETS = {"throughput-drop": 120}
+# The single-token KL spike is a step change against a clean baseline: it must find 20 scraped
+# baseline steps before the spike, wherever Prometheus's first scrape lands.
+ONSETS = {"throughput-drop": 120, "kl-token-spike": 120}
 MIN_OBSERVE = 60.0            # watch at least this long (RLMFULow needs for: 1h = 30 s)
 MAX_OBSERVE = 120.0           # only reached when an expected alert is missing
 
