@@ -42,6 +42,9 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file", "cadence", "docs", "alertmanager"))
     p.add_argument("--measure", action="store_true", help="cadence: rerun promtool and record steps-to-fire")
+    p.add_argument("--long", type=int, metavar="STEPS",
+                   help="cadence: replay one healthy run of STEPS steps per cadence through promtool "
+                        "(no alert of any severity may fire)")
     p.add_argument("--check", action="store_true", help="same as the 'check' command")
     p.add_argument("--overrides", help="YAML/JSON: thresholds, alerts.<Name>.{for,severity,disabled,"
                    "runbook_url}, runbook_base_url")
@@ -64,6 +67,8 @@ def main(argv=None) -> int:
         return 0
     if a.command == "cadence":
         from . import cadence
+        if a.long:
+            return cadence.run_long(a.long)
         if a.measure:
             got = cadence.measure()
             fired = {c: r.pop("_healthy_fired", []) for c, r in got.items()}
