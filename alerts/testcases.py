@@ -145,6 +145,66 @@ CASES: dict[str, dict] = {
                 s("hw_gpu_clock_event_active", "1x30", gpu="0", reason="gpu_idle"),
                 s("hw_gpu_clock_event_active", "1x30", gpu="1", reason="software_power_cap")],
         silent_at="20m"),
+    # ---- framework-specific inputs (the review's faults): each fires from its own source
+    "RLNoInformativeGroups (dynamic sampling: the pass ratio, not the draws)": dict(
+        alert="RLNoInformativeGroups",
+        fire=[s("rl_groups", "2x40", outcome="informative"), s("rl_groups", "64x40", outcome="total"),
+              s("rl_dynamic_filter_pass_ratio", "0.3x10 0.02x30")], at="30m", desc='Run r: only 2% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+        # DAPO-style filtering: group counts cover every draw; the kept batch is informative
+        silent=[s("rl_groups", "2x40", outcome="informative"), s("rl_groups", "64x40", outcome="total"),
+                s("rl_dynamic_filter_pass_ratio", "0.3x40")], silent_at="30m"),
+    "RLNoInformativeGroups (Miles zero-std shares)": dict(
+        alert="RLNoInformativeGroups",
+        fire=[s("rl_group_outcome_ratio", "0.1x10 0.6x30", outcome="all_zero"),
+              s("rl_group_outcome_ratio", "0.05x10 0.38x30", outcome="all_one")], at="30m", desc='Run r: only 2% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+        silent=[s("rl_group_outcome_ratio", "0.3x40", outcome="all_zero"),
+                s("rl_group_outcome_ratio", "0.2x40", outcome="all_one")], silent_at="30m"),
+    "RLNoInformativeGroups (AReaL zero-advantage tokens)": dict(
+        alert="RLNoInformativeGroups",
+        fire=[s("rl_ppo_diagnostic", "0.2x10 0.95x30", quantity="advantage_zero_fraction", role="actor")],
+        at="30m", desc='Run r: only 5% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+        silent=[s("rl_ppo_diagnostic", "0.4x40", quantity="advantage_zero_fraction", role="actor")],
+        silent_at="30m"),
+    "RLMultiTurnRunaway (AReaL logs the mean only)": dict(
+        alert="RLMultiTurnRunaway",
+        fire=[s("rl_turns", "3x80 30x20")], at="90m", desc='Run r: a rollout took 30 turns, several times the recent level.',
+        silent=[s("rl_turns", "3x100")], silent_at="90m"),
+    "RLReferenceKLRunaway (veRL actor/kl_loss)": dict(
+        alert="RLReferenceKLRunaway",
+        fire=[s("rl_kl_loss", "0.005x80 0.1+0.1x20")], at="90m", desc='Run r: mean KL to the reference is 0.7500, several times its baseline over the preceding steps.',
+        silent=[s("rl_kl_loss", "0.005+0.0002x100")], silent_at="90m"),
+    "RLThroughputDrop (slime rollout phase)": dict(
+        alert="RLThroughputDrop",
+        fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20", phase="rollout")], at="90m",
+        labels={"phase": "rollout"}, desc='Run r: rollout throughput is 300 tokens/s, under half its baseline over the preceding steps.',
+        silent=[s("rl_gpu_throughput_tokens_per_second", "1200x100", phase="rollout")], silent_at="90m"),
+    "RLRewardCollapse (slime: the raw score, not the group-normalised reward)": dict(
+        alert="RLRewardCollapse",
+        fire=[s("rl_score", "0.7x80 0.1x20"), s("rl_reward", "0x100")], at="90m", desc='Run r: mean task reward fell by 0.457 below its baseline over the preceding steps.',
+        # the normalised reward swings around 0; the raw score holds
+        silent=[s("rl_score", "0.7x100"), s("rl_reward", "0x80 -0.3x20")], silent_at="90m"),
+    "RLGPUThrottling (violation-time counter)": dict(
+        alert="RLGPUThrottling",
+        fire=[s("hw_gpu_clock_event_seconds_total", "0+30x30", gpu="0", reason="thermal")], at="25m",
+        labels={"gpu": "0"}, desc='Run r: GPU 0 clocks were held down 50% of the last window.',
+        # at its power cap under full load: normal
+        silent=[s("hw_gpu_clock_event_seconds_total", "0+50x30", gpu="0", reason="power")], silent_at="25m"),
+    "RLMoEExpertImbalance (each layer against itself)": dict(
+        alert="RLMoEExpertImbalance",
+        fire=[s("rl_moe_load_imbalance_ratio", "2x80 4x20", layer="1"),
+              s("rl_moe_load_imbalance_ratio", "3.8x100", layer="2")], at="90m",
+        labels={"layer": "1"}, desc="Run r: MoE layer 1 hottest expert carries 4.00x its ideal load, 1.5x that layer's baseline.",
+        # 128 experts: max/ideal of 2-4 on every layer is the healthy norm
+        silent=[s("rl_moe_load_imbalance_ratio", "2.2x100", layer="1"),
+                s("rl_moe_load_imbalance_ratio", "3.8x100", layer="2")], silent_at="90m"),
+    "RLGPUMemoryNearFull (the trainer's peak, not NVML)": dict(
+        alert="RLGPUMemoryNearFull",
+        fire=[s("rl_gpu_memory_peak_bytes", "78e9x30", kind="allocated"),
+              s("hw_gpu_memory_limit_bytes", "80e9x30", gpu="0")], at="20m", desc='Run r: GPU memory is 97.5% of the device (allocated peak, or NVML usage still growing).',
+        # the rollout engine pre-allocated its KV cache: NVML at 96 %, flat
+        silent=[s("hw_gpu_memory_usage_bytes", "76.8e9x100", gpu="0"),
+                s("hw_gpu_memory_limit_bytes", "80e9x100", gpu="0"),
+                s("rl_gpu_memory_peak_bytes", "52e9x100", kind="allocated")], silent_at="90m"),
 }
 
 
