@@ -1,8 +1,13 @@
-"""python -m alerts [render|check|test-file] — render the rule files and check them.
+"""python -m alerts [render|check|test-file|cadence|alertmanager] — render the rule files and check them.
 
     python -m alerts render                       # rewrite alerts/rules/rl-exporter.rules.yaml
     python -m alerts render --overrides my.yaml --out /tmp/rules.yaml
     python -m alerts alertmanager                 # rewrite alerts/alertmanager/alertmanager.yml
+    python -m alerts test-file                    # rewrite alerts/tests/*.test.yaml (unit + cadence)
+    python -m alerts cadence --measure            # rerun promtool, record steps-to-fire per alert
+                                                  # and cadence (alerts/tests/cadence-steps.json)
+    python -m alerts cadence                      # print the alert x cadence x steps table
+    python -m alerts docs                         # rewrite the generated tables of docs/alerts.md
     python -m alerts --check                      # CI: committed files current, names in catalog,
                                                   # runbook anchors resolve
 """
@@ -35,7 +40,11 @@ def load_overrides(path: str | None) -> dict | None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m alerts", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file", "alertmanager"))
+    p.add_argument("command", nargs="?", default="render", choices=("render", "check", "test-file", "cadence", "docs", "alertmanager"))
+    p.add_argument("--measure", action="store_true", help="cadence: rerun promtool and record steps-to-fire")
+    p.add_argument("--long", type=int, metavar="STEPS",
+                   help="cadence: replay one healthy run of STEPS steps per cadence through promtool "
+                        "(no alert of any severity may fire)")
     p.add_argument("--check", action="store_true", help="same as the 'check' command")
     p.add_argument("--overrides", help="YAML/JSON: thresholds, alerts.<Name>.{for,severity,disabled,"
                    "runbook_url}, runbook_base_url")
@@ -51,6 +60,31 @@ def main(argv=None) -> int:
             print("alerts: OK (rules current, metric names in catalog, runbook anchors resolve, "
                   "promtool tests current)")
         return 1 if problems else 0
+    if a.command == "docs":
+        from . import docs
+        docs.DOC.write_text(docs.render(docs.DOC.read_text()))
+        print(f"wrote {docs.DOC}")
+        return 0
+    if a.command == "cadence":
+        from . import cadence
+        if a.long:
+            return cadence.run_long(a.long)
+        if a.measure:
+            got = cadence.measure()
+            fired = {c: r.pop("_healthy_fired", []) for c, r in got.items()}
+            if any(fired.values()):
+                print(f"healthy runs fired alerts: {fired}", file=sys.stderr)
+                return 1
+            cadence.MEASURED_FILE.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+            print(f"wrote {cadence.MEASURED_FILE}")
+            for c in cadence.CADENCES:
+                cadence.cadence_file(c).write_text(cadence.render_cadence(c))
+                print(f"wrote {cadence.cadence_file(c)}")
+        print(cadence.table())
+        problems = cadence.problems()
+        for line in problems:
+            print("FAIL:", line, file=sys.stderr)
+        return 1 if problems else 0
     try:
         if a.command == "alertmanager":
             from .alertmanager import config, yaml_text as am_yaml
@@ -58,8 +92,13 @@ def main(argv=None) -> int:
             target = a.out or str(AM_FILE)
         elif a.command == "test-file":
             from .testcases import render_tests
+            from . import cadence
             text = render_tests()
             target = a.out or str(TEST_FILE)
+            if not a.out:
+                for c in cadence.CADENCES:
+                    cadence.cadence_file(c).write_text(cadence.render_cadence(c))
+                    print(f"wrote {cadence.cadence_file(c)}")
         else:
             text = yaml_text(render(load_overrides(a.overrides), a.time_scale))
             target = a.out or str(RULES_FILE)

@@ -81,6 +81,15 @@ def run_checks() -> list[str]:
             problems.append("alerts/tests/rl-exporter.test.yaml differs from alerts/testcases.py; "
                             "run `python -m alerts test-file`")
         problems += missing_cases()
+        from . import cadence
+        for c in cadence.CADENCES:
+            f = cadence.cadence_file(c)
+            if not f.exists() or f.read_text() != cadence.render_cadence(c):
+                problems.append(f"alerts/tests/{f.name} differs from alerts/cadence.py; "
+                                "run `python -m alerts test-file` (or `cadence --measure`)")
+        problems += cadence.problems()
+        from . import docs
+        problems += docs.problems()
     except ImportError as e:
         problems.append(f"alerts/testcases.py: {e}")
     from .alertmanager import config, yaml_text as am_yaml

@@ -28,28 +28,47 @@ class Dur:
     seconds: float
 
 
-# Named configuration. Durations are Dur; everything else is a plain number.
+# Named configuration. Durations are Dur; everything else is a plain number or a string.
 CONFIG: dict[str, object] = {
-    # ---- windows
-    # The "recent level" of a run and the baseline it is compared with. A healthy step
-    # takes 30 s to 3 min (seed 002: 152.6 s median), so 10 m holds a few steps and 1 h a
-    # few dozen; the baseline ends where the recent window starts.
-    "short_window": Dur(600),
-    "baseline_window": Dur(3600),
+    # ---- step windows (see "Step-aware windows" in docs/alerts.md)
+    # A ladder of wall-clock windows. For each run the "recent" window is the shortest one
+    # holding at least recent_min_steps step changes, so it spans 5-20 steps whether a step
+    # takes 15 s or 30 min; its baseline is the BASELINE_FACTOR x longer window just before it.
+    "step_window_1": Dur(300),
+    "step_window_2": Dur(1200),
+    "step_window_3": Dur(4800),
+    "step_window_4": Dur(19200),
+    # Evidence: a relative rule needs this many steps in its recent window, this many in its
+    # baseline window, and the run past warm-up (seed 004: entropy and clip fraction move fast
+    # in the first tens of steps).
+    "recent_min_steps": 5,
+    "baseline_min_steps": 20,
+    "warmup_steps": 20,
     # ---- liveness
     # A run is stalled when no step advanced for max(stall_floor, stall_step_factor x the
-    # longest recent step): a fixed floor alone pages on 30-minute steps of big models.
-    "stall_floor_seconds": Dur(900),
+    # longest step of the last step_window_4): a fixed floor alone pages on 30-minute steps of
+    # big models; the floor covers a validation or checkpoint pause of up to 30 minutes.
+    "stall_floor_seconds": Dur(1800),
     "stall_step_factor": 5,
+    # ---- fleet (per-run series for the fleet dashboard): a run's targets are those whose
+    # rl_run_info named it within fleet_window; restarts and step rates over fleet_rate_window.
+    "fleet_window": Dur(3600),
+    "fleet_rate_window": Dur(600),
     # Prometheus job(s) that scrape rl-exporter (Helm: the chart's job name).
     "exporter_job_selector": 'job=~".*rl-exporter.*"',
     # ---- numerics
-    # posttrain's finite-gradient guard skips an update on a non-finite loss/gradient
-    # (seed 000 optim/nonfinite_skips_consecutive); a few in a row means no update lands.
-    "nonfinite_consecutive_skips": 3,
+    # A loss NaN/Inf on every sample of a window holding at least this many steps, or this many
+    # updates in a row rejected by a finite-gradient guard (seed 000
+    # optim/nonfinite_skips_consecutive): no update lands.
+    "nonfinite_persist_steps": 3,
+    "nonfinite_consecutive_skips": 5,
+    # veRL and most trainers skip an update whose grad norm is not finite; one such step is
+    # safe, this many within the recent window are worth a ticket.
+    "nonfinite_grad_repeats": 2,
     # ---- reward / entropy (no healthy range is established, seed 000: relative rules)
-    # Reward collapse: recent mean reward this fraction of |baseline| below the baseline,
-    # and by at least reward_drop_min in absolute terms (reward scales differ by task).
+    # Reward collapse: recent mean of the raw task score this fraction of |baseline| below the
+    # baseline, and by at least reward_drop_min. Seed 002's healthy per-step range 0.53-0.87
+    # puts a 6-step mean within about +-0.05 of the level, far inside 0.3 x 0.6.
     "reward_drop_ratio": 0.3,
     "reward_drop_min": 0.05,
     # Entropy collapse: recent mean entropy below this fraction of its baseline (seed 004
@@ -62,28 +81,45 @@ CONFIG: dict[str, object] = {
     "reference_kl_runaway_factor": 5,
     "reference_kl_min": 0.01,
     # seed 000 train/kl_max: "orders of magnitude above kl_mean together with a grad_norm
-    # jump is the one-token-owns-the-step signature".
+    # jump". The per-token KL tail is heavy, so kl_max/kl_mean > 100 alone is common: the
+    # step's kl_max must also jump kl_max_jump_factor x above its own baseline and the grad
+    # norm must exceed everything the run showed in its baseline window (seed 002: a healthy
+    # run spans 14x, 0.35-4.95).
     "kl_max_over_mean": 100,
-    "grad_norm_jump_factor": 3,
+    "kl_max_jump_factor": 10,
     # ---- clipping
     # seed 004 section 1.2: clip fraction 0.05-0.30 ideal, 0.30-0.50 too much clipping,
     # > 0.50 severe; the issue names 0.3 as the heuristic default.
     "clip_ratio_high": 0.3,
     # ---- gradients
-    # Gradient explosion: grad norm this many times its own baseline (seed 002 measured
-    # 0.35-4.95 in one healthy run, so the absolute value says little).
+    # Gradient explosion: recent mean grad norm this many times its baseline mean (seed 002
+    # measured 0.35-4.95 in one healthy run, so the absolute value says little).
     "grad_norm_explosion_factor": 10,
+    # Grad norm pinned at the clip: the pre-clip norm at or above max_grad_norm on every
+    # sample of a window holding this many steps (a healthy run crosses the clip now and then).
+    "grad_clip_pinned_steps": 16,
+    # Zero gradient: seed 000 expects some zero-grad skips in GRPO (tied groups); this share
+    # of the recent steps skipped means no learning signal.
+    "zero_grad_skip_share": 0.9,
     # ---- GRPO groups (seed 000: watch informative groups first)
     "informative_groups_min_ratio": 0.1,
+    # Dynamic sampling (DAPO-style filtering): the share of draws the filter keeps.
+    "dynamic_filter_pass_min_ratio": 0.05,
     # ---- lengths
     # seed 002 measured 0.02-0.43 truncated in a healthy 1,024-token run; seed 004 calls
     # 85 % at the limit a reason to raise the limit. Default just above the healthy max.
     "truncation_ratio_high": 0.5,
+    # Without a truncation share: mean response length this close to the configured limit.
+    "length_limit_mean_ratio": 0.9,
     # Reward hacking hint (seed 001: "eval flat but reward up -> is response_length moving?").
     "length_drop_ratio": 0.25,
     "reward_rise_ratio": 0.05,
-    # Validation regression: best validation score of the baseline window minus this much.
+    # Validation regression: best validation score of the validation_window minus this much,
+    # with at least validation_min_changes new validation results in that window. Validation
+    # runs every tens of steps (hours on slow steps), so the window is days, not an hour.
+    "validation_window": Dur(172800),
     "validation_drop": 0.05,
+    "validation_min_changes": 2,
     # ---- critic (seed 004 section 2.4: < 0 = critic learned nothing; early -1.0..0.2)
     "critic_warmup_steps": 50,
     # ---- preference (seed 001 section 12: accuracy 99 %+ with flat eval = overfit)
@@ -97,17 +133,28 @@ CONFIG: dict[str, object] = {
     "train_inference_kl_min": 0.002,
     # ---- async / balance (no seed gives a range; set to your trainer's bound)
     "staleness_max_steps": 4,
-    "dp_imbalance_ratio": 0.5,         # (max - mean) / mean of tokens per DP rank
-    "moe_imbalance_ratio": 2.0,        # hottest expert load / ideal load (1 = perfect)
+    "dp_imbalance_ratio": 0.5,         # balanced_max / balanced_min - 1 (veRL after balancing)
+    # MoE: a layer's max/ideal load this many times its own baseline. With 64-128 experts
+    # max/ideal is routinely 2-4, so an absolute bound pages on healthy models.
+    "moe_imbalance_rise_factor": 1.5,
     # ---- efficiency (seed 004 section 7.4: > 40 % excellent, 30-40 % good, < 20 % poor;
     # the issue names MFU > 30 % as the heuristic)
     "mfu_low": 0.3,
     "throughput_drop_ratio": 0.5,
     # ---- GPU (seed 004 problem 3: max_memory close to total memory = OOM next)
+    # NVML usage alone is ~95 % on a healthy RL job (the rollout engine pre-allocates its KV
+    # cache, the caching allocator keeps what it reserved): read the trainer's peak allocated
+    # bytes, or NVML usage that is near full AND still growing over the baseline.
     "gpu_memory_full_ratio": 0.95,
-    # NVML clock-event reasons that count as throttling (hw_gpu_clock_event_active{reason}).
-    # software_power_cap is left out: a GPU at its power limit under full training load is
-    # normal; add it if your fleet runs below its cap.
+    "gpu_memory_growth_ratio": 0.03,
+    # Fixed wall-clock window for hardware signals (they do not move with steps).
+    "gpu_window": Dur(600),
+    # Share of the gpu_window the clocks were held down (rate of the violation-time counter,
+    # or the average of the sampled clock-event state). software_power_cap is left out: a GPU
+    # at its power limit under full training load is normal; add it if your fleet runs below
+    # its cap.
+    "throttle_time_ratio": 0.2,
+    "throttle_counter_reasons": "thermal",
     "throttle_reasons": "hardware_slowdown|hardware_thermal_slowdown|software_thermal_slowdown|"
                         "hardware_power_brake_slowdown",
     # ---- agentic: max turns this many times their baseline, and at least turns_runaway_min
@@ -115,6 +162,9 @@ CONFIG: dict[str, object] = {
     "turns_runaway_min": 8,
 }
 
+# Window tiers and the baseline length in recent windows.
+TIERS = (1, 2, 3, 4)
+BASELINE_FACTOR = 4
 
 
 @dataclass
@@ -131,52 +181,108 @@ class Alert:
     for_: Dur
     summary: str
     description: str
-    metrics: tuple[str, ...] = ()          # catalog metrics the alert reads (documentation)
     labels: dict = field(default_factory=dict)
+    why_critical: str = ""                 # docs/alerts.md: why this one may wake someone
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Catalog metrics the alert reads, through the recording rules it uses."""
+        return tuple(sorted(reads(self.expr) - {"up"}))
 
 
-def _sel(**kw) -> str:
-    return "{" + ", ".join(f'{k}="{v}"' for k, v in kw.items()) + "}"
+R = "{{ $labels.run }}"
+PRIMARY = '{{stat="", split=""}}'   # the mean/primary training series of a metric
+STEP = "rl_training_step"
 
 
-PRIMARY = '{stat="", split=""}'   # the mean/primary training series of a metric
-CLIP_SEL = '{stat="", split="", bound=""}'
-TRUNC_SEL = '{stat="", split="", subset=""}'
+def _steps(i: int) -> str:
+    return f"run:rl_training_step:changes_w{i}"
 
 
-def _avg(metric: str, window: str, selector: str = PRIMARY, by: str = "run", offset: str = "") -> str:
-    off = f" offset {{{offset}}}" if offset else ""
-    return f"avg by ({by}) (avg_over_time({metric}{selector}[{{{window}}}]{off}))"
+def _ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -> str:
+    """`value` (with {W}, {BW}: the window and its baseline window) over the shortest window
+    tier holding at least `min_steps` step changes, per run."""
+    parts = []
+    for i in TIERS:
+        v = value.replace("{W}", f"{{w{i}}}").replace("{BW}", f"{{bw{i}}}")
+        parts.append(f"  ({v})\n  and on (run) ({_steps(i)} >= {min_steps})")
+    return "(\n" + "\nor\n".join(parts) + "\n)"
 
 
-# ------------------------------------------------------------------ recording rules
-def _pair(metric: str, short: str = "10m", base: str = "1h_offset10m", selector: str = PRIMARY,
-          by: str = "run") -> list[Recording]:
+def _over(fn: str, metric: str, sel: str = PRIMARY, by: str = "run", agg: str | None = None,
+          baseline: bool = False) -> str:
+    agg = agg or {"avg_over_time": "avg", "max_over_time": "max", "min_over_time": "min"}.get(fn, "max")
+    rng = "[{BW}] offset {W}" if baseline else "[{W}]"
+    if fn == "median":
+        return f"max by ({by}) (quantile_over_time(0.5, {metric}{sel}{rng}))"
+    return f"{agg} by ({by}) ({fn}({metric}{sel}{rng}))"
+
+
+def _alternatives(fn, alts, by="run", baseline=False) -> str:
+    """The first of several (metric, selector) sources a run has, per label set of `by`."""
+    return " or ".join(_over(fn, m, sel, by, baseline=baseline) for m, sel in alts)
+
+
+READY = "run:rl_step_window:baseline_steps"
+
+
+def _pair(name: str, alts, by: str = "run", fn: str = "avg_over_time",
+          base_fn: str = "avg_over_time") -> list[Recording]:
+    """Recent level (`<level>:<name>:avg_recent`) and its baseline (`..:avg_baseline`, present only
+    with enough baseline steps and past warm-up) of a step-windowed metric."""
     level = by.replace(", ", "_")
-    return [Recording(f"{level}:{metric}:avg_over_time{short}", _avg(metric, "short_window", selector, by)),
-            Recording(f"{level}:{metric}:avg_over_time{base}",
-                      _avg(metric, "baseline_window", selector, by, offset="short_window"))]
+    op = fn.split("_")[0]
+    bop = base_fn.split("_")[0]
+    return [Recording(f"{level}:{name}:{op}_recent", _ladder(_alternatives(fn, alts, by), by=by)),
+            Recording(f"{level}:{name}:{bop}_baseline",
+                      _ladder(_alternatives(base_fn, alts, by, baseline=True), by=by)
+                      + f"\nand on (run) {READY}")]
 
 
-RECORDINGS: list[Recording] = [
-    *_pair("rl_reward", selector=TRUNC_SEL),  # the trained-on reward, not subset="generated"
-    *_pair("rl_entropy"),
-    *_pair("rl_grad_norm"),
-    *_pair("rl_reference_kl"),
-    *_pair("rl_response_length_tokens"),
-    *_pair("rl_gpu_throughput_tokens_per_second", selector='{stat="", split="", phase=""}'),
-    *_pair("rl_train_inference_logprob_abs_diff"),
-    *_pair("rl_train_inference_kl", selector='{stat="", split="", estimator="k3"}'),
-    *_pair("rl_preference_reward_margin"),
-    # turns: both over the per-step maximum (rl_turns{stat="max"}), the runaway signal
-    Recording("run:rl_turns:max_over_time10m",
-              'max by (run) (max_over_time(rl_turns{stat="max", split=""}[{short_window}]))'),
-    Recording("run:rl_turns:avg_over_time1h_offset10m",
-              'avg by (run) (avg_over_time(rl_turns{stat="max", split=""}[{baseline_window}] '
-              'offset {short_window}))'),
-    Recording("run:rl_training_step_timestamp_seconds:age",
-              "time() - max by (run) (rl_training_step_timestamp_seconds)"),
-]
+def _recordings() -> list[Recording]:
+    out = [Recording(_steps(i), f"max by (run) (changes({STEP}[{{w{i}}}]))") for i in TIERS]
+    out += [Recording(f"run:rl_training_step:changes_bw{i}",
+                      f"max by (run) (changes({STEP}[{{bw{i}}}] offset {{w{i}}}))") for i in TIERS]
+    out.append(Recording(READY, "(\n" + "\nor\n".join(
+        f"  run:rl_training_step:changes_bw{i} and on (run) ({_steps(i)} >= {{recent_min_steps}})"
+        for i in TIERS) + "\n) >= {baseline_min_steps}\n"
+        f"and on (run) max by (run) ({STEP}) >= {{warmup_steps}}"))
+    out += [
+        # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
+        # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
+        *_pair("rl_task_reward", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]),
+        *_pair("rl_entropy", [("rl_entropy", PRIMARY)]),
+        # medians: one skipped step's Inf must not move the level
+        *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),
+        Recording("run:rl_grad_norm:max_baseline",
+                  _ladder(_over("max_over_time", "rl_grad_norm", baseline=True)) + f"\nand on (run) {READY}"),
+        # veRL logs the reference KL as actor/kl_loss (rl_kl_loss), slime as kl_loss
+        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY), ("rl_kl_loss", PRIMARY)]),
+        Recording("run:rl_reference_kl_max:avg_baseline",
+                  _ladder(_over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
+                  + f"\nand on (run) {READY}"),
+        *_pair("rl_response_length_tokens", [("rl_response_length_tokens", PRIMARY)]),
+        # every phase a framework reports: veRL phase="", slime phase="rollout", AReaL's run-wide
+        # train_perf/tokens_per_second (rl_throughput_tokens_per_second{phase="train"})
+        *_pair("rl_throughput", [("rl_gpu_throughput_tokens_per_second", PRIMARY),
+                                 ("rl_throughput_tokens_per_second", PRIMARY)], by="run, phase"),
+        *_pair("rl_train_inference_logprob_abs_diff", [("rl_train_inference_logprob_abs_diff", PRIMARY)]),
+        *_pair("rl_train_inference_kl", [("rl_train_inference_kl", PRIMARY)]),
+        *_pair("rl_preference_reward_margin", [("rl_preference_reward_margin", PRIMARY)]),
+        *_pair("rl_moe_load_imbalance_ratio", [("rl_moe_load_imbalance_ratio", PRIMARY)], by="run, layer"),
+        # turns: the per-step maximum where logged (veRL num_turns/max), else the mean (AReaL
+        # rollout/num_turns); recent maximum against the baseline mean
+        *_pair("rl_turns", [("rl_turns", '{{stat="max", split=""}}'), ("rl_turns", PRIMARY)],
+               fn="max_over_time"),
+        *_pair("hw_gpu_memory_usage_bytes", [("hw_gpu_memory_usage_bytes", "")], by="run, instance, gpu"),
+        Recording("run:rl_training_step_timestamp_seconds:age",
+                  f"time() - max by (run) (rl_training_step_timestamp_seconds)"),
+    ]
+    return out
+
+
+RECORDINGS: list[Recording] = _recordings()
+
 
 # ------------------------------------------------------------------ fleet recording rules
 # One series per run for the fleet dashboard (dashboards/fleet.py), so it reads a few
@@ -188,22 +294,22 @@ RECORDINGS: list[Recording] = [
 # down), 1 running. `a or b` keeps a run's first match, so each condition is evaluated once.
 # The rules read scraped series only, never another recording: vmalert reads a recording it
 # wrote itself one or more evaluations late (docs/fleet.md).
-_FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{baseline_window}]))"
+_FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{fleet_window}]))"
 _FLEET_UP_RATIO = f"avg by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () up)"
 _FLEET_AGE = "(time() - max by (run) (rl_training_step_timestamp_seconds))"
 FLEET_STATES = {5: "finished", 4: "failed", 3: "stalled", 2: "restarting", 1: "running"}
 _FLEET_WHEN = [
-    (5, "max by (run) (last_over_time(rl_training_step[{baseline_window}]))\n"
+    (5, "max by (run) (last_over_time(rl_training_step[{fleet_window}]))\n"
         "  >= on (run) max by (run) (last_over_time(rl_config_value"
-        '{{parameter="total_training_steps"}}[{baseline_window}]))'),
+        '{{parameter="total_training_steps"}}[{fleet_window}]))'),
     (4, 'ALERTS{{alertstate="firing", severity="critical", alertname!~"RLRunStalled|RLExporterDown"}}\n'
         f"  or {_FLEET_UP_RATIO} == 0"),
     (3, 'ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
         f"  or {_FLEET_AGE} > on (run) clamp_min({{stall_step_factor}} * max by (run) "
-        '(max_over_time(rl_step_duration_seconds{{stat="", split=""}}[{baseline_window}])), '
+        '(max_over_time(rl_step_duration_seconds{{stat="", split=""}}[{w4}])), '
         "{stall_floor_seconds})\n"
         f"  or ({_FLEET_AGE} > {{stall_floor_seconds}} unless on (run) rl_step_duration_seconds)"),
-    (2, "resets(rl_exporter_frames_received_total[{short_window}]) > 0\n"
+    (2, "resets(rl_exporter_frames_received_total[{fleet_rate_window}]) > 0\n"
         f"  or {_FLEET_UP_RATIO} < 1"),
     (1, _FLEET_UP_RATIO),
 ]
@@ -215,7 +321,7 @@ RECORDINGS += [
               f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"),
     Recording("run:rl_training_step:max", "max by (run) (rl_training_step)"),
     Recording("run:rl_training_step:deriv10m",
-              "max by (run) (deriv(rl_training_step[{short_window}]))"),
+              "max by (run) (deriv(rl_training_step[{fleet_rate_window}]))"),
     Recording("run:rl_mfu_ratio:max",
               'max by (run) (rl_mfu_ratio{{stat="", split="", phase="train"}})'),
     Recording("run:rl_gpu_throughput_tokens_per_second:max",
@@ -231,245 +337,303 @@ RECORDINGS += [
               f"(\n{_FLEET_CODE}\n) % 5 >= bool 3\n)"),
 ]
 
-R = "{{ $labels.run }}"
 
 
-def _nonfinite(metrics) -> str:
+
+def _recent(fn: str, metric: str, sel: str = PRIMARY, by: str = "run") -> str:
+    return _ladder(_over(fn, metric, sel, by), by=by)
+
+
+def _nonfinite_persists(metrics) -> str:
+    """Where a metric was NaN/Inf on every sample of a window holding nonfinite_persist_steps
+    steps. min_over_time and max_over_time skip NaN unless every sample is NaN, so both are
+    non-finite exactly when no finite sample is left (x != x is NaN; abs(x) == +Inf is infinite)."""
+    def nonfinite(fn, x):
+        v = f"{fn}({x}[{{W}}])"
+        return f"(({v} != bool {v}) + (abs({v}) == bool +Inf))"
     parts = []
     for m in metrics:
-        parts.append(f'label_replace({m}{{split=""}} != {m}{{split=""}}, "metric", "{m}", "", "")')
-        parts.append(f'label_replace(abs({m}{{split=""}}) == +Inf, "metric", "{m}", "", "")')
-    return "max by (run, metric) (\n  " + "\n  or ".join(parts) + "\n)"
+        x = f'{m}{{{{split=""}}}}'
+        both = f"{nonfinite('min_over_time', x)} * {nonfinite('max_over_time', x)}"
+        parts.append(f'label_replace(max by (run) ({both}), "metric", "{m}", "", "")')
+    return _ladder(" or ".join(parts), "{nonfinite_persist_steps}") + " == 1"
 
+
+def _increase_per_step(counter_sel: str) -> str:
+    """How many times a counter rose per step change in the recent window (ladder)."""
+    parts = []
+    for i in TIERS:
+        parts.append(f"  (max by (run) (increase({counter_sel}[{{w{i}}}])) / on (run) {_steps(i)})\n"
+                     f"  and on (run) ({_steps(i)} >= {{recent_min_steps}})")
+    return "(\n" + "\nor\n".join(parts) + "\n)"
+
+
+def _increase_recent(counter_sel: str, by: str = "run") -> str:
+    return _ladder(f"max by ({by}) (increase({counter_sel}[{{W}}]))", by=by)
+
+
+TRUNC_SEL = '{{stat="", split="", subset=""}}'
+CLIP_SEL = '{{stat="", split="", bound=""}}'
+CONFIG_SEL = 'rl_config_value{{parameter="{}"}}'
 
 ALERTS: list[Alert] = [
     # ============================================================ liveness (page)
     Alert("RLRunStalled", "critical",
           "run:rl_training_step_timestamp_seconds:age > on (run) (\n"
           "  clamp_min({stall_step_factor} * {time_scale}max by (run) "
-          "(max_over_time(rl_step_duration_seconds{{stat=\"\", split=\"\"}}[{baseline_window}])), "
+          "(max_over_time(rl_step_duration_seconds{{stat=\"\", split=\"\"}}[{w4}])), "
           "{stall_floor_seconds})\n"
           "  or on (run) (0 * run:rl_training_step_timestamp_seconds:age + {stall_floor_seconds})\n)",
           Dur(300), "An RL run stopped advancing its training step while its exporter is up.",
           f"Run {R} has not advanced its training step for {{{{ $value | humanizeDuration }}}} "
           "(longer than max(floor, k x its longest recent step)).",
-          ("rl_training_step_timestamp_seconds", "rl_step_duration_seconds")),
+          why_critical="Certain: the step counter is the run's own, read from a live exporter. "
+                       "Persistent: no step for max(30 min, 5x the longest step of 5 h 20 min), so no "
+                       "checkpoint or validation pause qualifies. Fatal: GPUs are held and nothing "
+                       "trains."),
     Alert("RLExporterDown", "critical",
-          "max by (job, instance, run) (last_over_time(rl_run_info[{baseline_window}]))\n"
+          "max by (job, instance, run) (last_over_time(rl_run_info[{w4}]))\n"
           "* on (job, instance) group_left ()\n"
           "(up{{{exporter_job_selector}}} == 0)\n"
           "or\n(up{{{exporter_job_selector}}} == 0) unless on (job, instance) "
-          "last_over_time(rl_run_info[{baseline_window}])",
+          "last_over_time(rl_run_info[{w3}])",
           Dur(300), "Prometheus cannot scrape an rl-exporter target (trainer crashed or exporter gone).",
           "Target {{ $labels.instance }} (run {{ if $labels.run }}{{ $labels.run }}{{ else }}unknown"
           "{{ end }}) has been down: up == {{ $value }}.",
-          ("rl_run_info",)),
-    # ============================================================ numerics (page)
+          why_critical="Certain: Prometheus itself failed every scrape for 5 minutes of a target that "
+                       "service discovery still lists (a finished pod leaves discovery, it does not go "
+                       "down). Persistent: 5 minutes, many scrapes. Fatal: the trainer process that "
+                       "serves /metrics is dead or hung, and every other alert is blind."),
+    # ============================================================ numerics
     Alert("RLNonFiniteLoss", "critical",
-          _nonfinite(("rl_loss", "rl_policy_loss", "rl_value_loss", "rl_grad_norm")),
-          Dur(60), "An RL run reports a NaN or infinite loss or gradient norm.",
-          f"Run {R} reports {{{{ $labels.metric }}}} = {{{{ $value }}}}.",
-          ("rl_loss", "rl_policy_loss", "rl_value_loss", "rl_grad_norm")),
+          _nonfinite_persists(("rl_loss", "rl_policy_loss", "rl_value_loss")),
+          Dur(60), "An RL run's loss has stayed NaN or infinite over several steps.",
+          f"Run {R} reports {{{{ $labels.metric }}}} non-finite on every step of the last "
+          "[[nonfinite_persist_steps]] or more (value {{ $value }}).",
+          why_critical="Certain: NaN/Inf is not a statistical judgement. Persistent: every evaluation "
+                       "over a window holding >= 5 steps saw it, so a lone skipped step cannot page. "
+                       "Fatal: a loss that stays non-finite means the weights or the optimizer state "
+                       "are poisoned; every further step is wasted."),
     Alert("RLOptimizerNonFiniteSkips", "critical",
           "max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) >= "
           "{nonfinite_consecutive_skips}",
           Dur(60), "The optimizer keeps rejecting updates for a non-finite loss or gradient.",
           f"Run {R} skipped {{{{ $value }}}} updates in a row for a non-finite loss or gradient.",
-          ("rl_optimizer_consecutive_nonfinite_skips",)),
-    # ============================================================ outcome (page)
-    Alert("RLRewardCollapse", "critical",
-          "(\n  run:rl_reward:avg_over_time1h_offset10m - run:rl_reward:avg_over_time10m\n)\n"
-          "> {reward_drop_ratio} * abs(run:rl_reward:avg_over_time1h_offset10m)\n"
-          "and\n(\n  run:rl_reward:avg_over_time1h_offset10m - run:rl_reward:avg_over_time10m\n)\n"
+          why_critical="Certain: the trainer's own finite-gradient guard counts it. Persistent: >= 5 "
+                       "rejections in a row (the counter resets on the first update that lands). "
+                       "Fatal: no update lands, the run trains nothing."),
+    Alert("RLNonFiniteGradSkipped", "warning",
+          _increase_recent('rl_exporter_nonfinite_values_total{{metric="rl_grad_norm"}}')
+          + " >= {nonfinite_grad_repeats}\nor\n"
+          + _increase_recent("rl_optimizer_nonfinite_skips_total") + " >= {nonfinite_grad_repeats}",
+          Dur(60), "Updates with a non-finite gradient norm keep being skipped.",
+          f"Run {R}: {{{{ $value }}}} non-finite gradient norms (skipped updates) in the recent "
+          "step window.",
+          ),
+    # ============================================================ outcome
+    Alert("RLRewardCollapse", "warning",
+          "(\n  run:rl_task_reward:avg_baseline - run:rl_task_reward:avg_recent\n)\n"
+          "> {reward_drop_ratio} * abs(run:rl_task_reward:avg_baseline)\n"
+          "and\n(\n  run:rl_task_reward:avg_baseline - run:rl_task_reward:avg_recent\n)\n"
           "> {reward_drop_min}",
-          Dur(300), "Training reward dropped sharply below the run's own recent level.",
-          f"Run {R}: mean reward fell by {{{{ printf \"%.3f\" $value }}}} below its baseline of the "
-          "previous hour.",
-          ("rl_reward",)),
+          Dur(60), "The task reward dropped sharply below the run's own recent level.",
+          f"Run {R}: mean task reward fell by {{{{ printf \"%.3f\" $value }}}} below its baseline "
+          "over the preceding steps."),
     # ============================================================ policy causes (ticket)
     Alert("RLEntropyCollapse", "warning",
-          "run:rl_entropy:avg_over_time10m\n< {entropy_collapse_ratio} * run:rl_entropy:avg_over_time1h_offset10m",
-          Dur(300), "Policy entropy collapsed relative to the run's own recent level.",
+          "run:rl_entropy:avg_recent\n< {entropy_collapse_ratio} * run:rl_entropy:avg_baseline",
+          Dur(60), "Policy entropy collapsed relative to the run's own recent level.",
           f"Run {R}: mean entropy is {{{{ printf \"%.3f\" $value }}}}, under "
-          "[[entropy_collapse_ratio]]x its baseline of the previous hour.",
-          ("rl_entropy",)),
+          "[[entropy_collapse_ratio]]x its baseline over the preceding steps."),
     Alert("RLPolicyKLSpike", "warning",
-          f"{_avg('rl_policy_kl', 'short_window')} > {{policy_kl_high}}",
-          Dur(300), "KL between the sampling and the updated policy is far above its healthy range.",
-          f"Run {R}: mean PPO KL (ppo_kl) is {{{{ printf \"%.4f\" $value }}}} over the last window.",
-          ("rl_policy_kl",)),
+          _recent("avg_over_time", "rl_policy_kl") + " > {policy_kl_high}",
+          Dur(60), "KL between the sampling and the updated policy is far above its healthy range.",
+          f"Run {R}: mean PPO KL (ppo_kl) is {{{{ printf \"%.4f\" $value }}}} over the recent steps."),
     Alert("RLReferenceKLRunaway", "warning",
-          "run:rl_reference_kl:avg_over_time10m\n"
-          "> {reference_kl_runaway_factor} * run:rl_reference_kl:avg_over_time1h_offset10m\n"
-          "and run:rl_reference_kl:avg_over_time10m > {reference_kl_min}",
-          Dur(300), "KL to the reference policy is running away from its recent level.",
-          f"Run {R}: mean KL to the reference (kl_mean) is {{{{ printf \"%.4f\" $value }}}}, several "
-          "times its baseline of the previous hour.",
-          ("rl_reference_kl",)),
+          "run:rl_reference_kl:avg_recent\n"
+          "> {reference_kl_runaway_factor} * run:rl_reference_kl:avg_baseline\n"
+          "and run:rl_reference_kl:avg_recent > {reference_kl_min}",
+          Dur(60), "KL to the reference policy is running away from its recent level.",
+          f"Run {R}: mean KL to the reference is {{{{ printf \"%.4f\" $value }}}}, several "
+          "times its baseline over the preceding steps."),
     Alert("RLKLSingleTokenDominates", "warning",
           'max by (run) (rl_reference_kl{{stat="max", split=""}})\n'
-          '/ max by (run) (rl_reference_kl{stat_empty}) > {kl_max_over_mean}\n'
+          '/ max by (run) (rl_reference_kl{{stat="", split=""}}) > {kl_max_over_mean}\n'
+          'and on (run)\nmax by (run) (rl_reference_kl{{stat="max", split=""}})\n'
+          "> {kl_max_jump_factor} * run:rl_reference_kl_max:avg_baseline\n"
           "and on (run)\nmax by (run) (rl_grad_norm{{stat=\"\", split=\"\"}})\n"
-          "> {grad_norm_jump_factor} * run:rl_grad_norm:avg_over_time1h_offset10m",
-          Dur(60), "One token owns the step: kl_max is orders of magnitude above kl_mean with a "
+          "> run:rl_grad_norm:max_baseline",
+          Dur(60), "One token owns the step: kl_max jumped orders of magnitude above kl_mean with a "
           "grad-norm jump.",
-          f"Run {R}: kl_max / kl_mean = {{{{ printf \"%.0f\" $value }}}} with the gradient norm "
-          "jumping above its baseline.",
-          ("rl_reference_kl", "rl_grad_norm")),
+          f"Run {R}: kl_max / kl_mean = {{{{ printf \"%.0f\" $value }}}}, kl_max far above its "
+          "baseline, and the gradient norm above anything in the baseline window."),
     Alert("RLClipFractionHigh", "warning",
-          f"{_avg('rl_policy_clip_ratio', 'short_window', CLIP_SEL)}"
-          " > {clip_ratio_high}",
-          Dur(900), "The PPO ratio clip binds a large share of tokens for a long time.",
-          f"Run {R}: clip fraction is {{{{ printf \"%.2f\" $value }}}} on average over the last window.",
-          ("rl_policy_clip_ratio",)),
+          _recent("avg_over_time", "rl_policy_clip_ratio", CLIP_SEL) + " > {clip_ratio_high}",
+          Dur(60), "The PPO ratio clip binds a large share of tokens for many steps.",
+          f"Run {R}: clip fraction is {{{{ printf \"%.2f\" $value }}}} on average over the recent steps."),
     Alert("RLClipFractionNonZeroOnPolicy", "warning",
-          'max by (run) (rl_policy_clip_ratio{{stat="", split="", bound=""}}) > 0\n'
-          'and on (run)\nmax by (run) (rl_config_value{{parameter="n_mini", split=""}}) == 1',
-          Dur(120), "Clip fraction is non-zero although the run takes one mini-batch per step (a bug).",
+          _recent("max_over_time", "rl_policy_clip_ratio", CLIP_SEL) + " > 0\n"
+          "and on (run)\nmax by (run) (" + CONFIG_SEL.format("n_mini") + ") == 1",
+          Dur(60), "Clip fraction is non-zero although the run takes one mini-batch per step (a bug).",
           f"Run {R} reports clip fraction {{{{ printf \"%.4f\" $value }}}} with one mini-batch per "
-          "step, where the ratio is identically 1.",
-          ("rl_policy_clip_ratio", "rl_config_value")),
+          "step, where the ratio is identically 1."),
     Alert("RLGradNormExplosion", "warning",
-          'max by (run) (rl_grad_norm{{stat="", split=""}})\n'
-          "> {grad_norm_explosion_factor} * run:rl_grad_norm:avg_over_time1h_offset10m",
-          Dur(120), "Gradient norm exploded relative to the run's own baseline.",
-          f"Run {R}: gradient norm is {{{{ printf \"%.3g\" $value }}}}, more than "
-          "[[grad_norm_explosion_factor]]x its baseline of the previous hour.",
-          ("rl_grad_norm",)),
+          "run:rl_grad_norm:median_recent\n> {grad_norm_explosion_factor} * run:rl_grad_norm:median_baseline",
+          Dur(60), "Gradient norm exploded relative to the run's own baseline.",
+          f"Run {R}: median gradient norm is {{{{ printf \"%.3g\" $value }}}}, more than "
+          "[[grad_norm_explosion_factor]]x its baseline over the preceding steps."),
+    Alert("RLGradNormPinnedAtClip", "info",
+          _ladder(_over("min_over_time", "rl_grad_norm"), "{grad_clip_pinned_steps}") + "\n"
+          ">= on (run) max by (run) (" + CONFIG_SEL.format("max_grad_norm") + " > 0)",
+          Dur(60), "The gradient norm sits at or above the clip on every step: every update is clipped.",
+          f"Run {R}: the smallest pre-clip gradient norm of the last [[grad_clip_pinned_steps]]+ "
+          "steps is {{ printf \"%.3g\" $value }}, at or above max_grad_norm (learning rate too "
+          "high?)."),
     Alert("RLGradNormZero", "warning",
-          'max by (run) (max_over_time(rl_grad_norm{{stat="", split=""}}[{short_window}])) == 0',
-          Dur(300), "The gradient norm has been exactly zero: the run gets no learning signal.",
-          f"Run {R}: gradient norm has been exactly {{{{ $value }}}} for the whole window.",
-          ("rl_grad_norm",)),
+          _recent("max_over_time", "rl_grad_norm") + " == 0\nor\n"
+          + _increase_per_step("rl_optimizer_zero_grad_skips_total") + " >= {zero_grad_skip_share}",
+          Dur(60), "The gradient has been exactly zero: the run gets no learning signal.",
+          f"Run {R}: gradient norm (or zero-gradient skips per step) is {{{{ $value }}}} over the "
+          "recent steps."),
     Alert("RLNoInformativeGroups", "warning",
-          'max by (run) (avg_over_time(rl_groups{{outcome="informative", split=""}}[{short_window}]))\n'
-          '/ max by (run) (avg_over_time(rl_groups{{outcome="total", split=""}}[{short_window}]))\n'
-          "< {informative_groups_min_ratio}\n"
-          "or\n1 - max by (run) (avg_over_time(rl_group_zero_std_ratio{{stat=\"\", split=\"\"}}"
-          "[{short_window}])) < {informative_groups_min_ratio}\n"
-          "or\n(\n  max by (run) (max_over_time(rl_score{{stat=\"max\", split=\"\"}}[{short_window}]))\n"
-          "  - min by (run) (min_over_time(rl_score{{stat=\"min\", split=\"\"}}[{short_window}]))\n) == 0",
-          Dur(300), "Almost no GRPO group has differing rewards: the reward does not discriminate.",
-          f"Run {R}: only {{{{ $value | humanizePercentage }}}} of GRPO groups are informative.",
-          ("rl_groups", "rl_group_zero_std_ratio", "rl_score")),
+          "(\n"
+          + _recent("avg_over_time", "rl_groups", '{{outcome="informative", split=""}}')
+          + "\n/ on (run)\n" + _recent("avg_over_time", "rl_groups", '{{outcome="total", split=""}}')
+          + "\n  unless on (run) max by (run) (rl_dynamic_sampling or rl_dynamic_filter_pass_ratio "
+            "or rl_filter_groups)\n"
+          "or\n  1 - " + _recent("avg_over_time", "rl_group_zero_std_ratio") + "\n"
+          "or\n  1 - " + _ladder('sum by (run) (avg_over_time(rl_group_outcome_ratio{{outcome=~"all_zero|all_one", '
+                                 'split=""}}[{W}]))') + "\n"
+          "or\n  1 - " + _ladder('avg by (run) (avg_over_time(rl_ppo_diagnostic{{quantity="advantage_zero_fraction", '
+                                 'role="actor", split=""}}[{W}]))') + "\n"
+          ") < {informative_groups_min_ratio}\n"
+          "or\n" + _recent("avg_over_time", "rl_dynamic_filter_pass_ratio") + " < {dynamic_filter_pass_min_ratio}\n"
+          "or\n(\n" + _recent("max_over_time", "rl_score", '{{stat="max", split=""}}')
+          + "\n  - " + _recent("min_over_time", "rl_score", '{{stat="min", split=""}}') + "\n) == 0",
+          Dur(60), "Almost no GRPO group has differing rewards: the reward does not discriminate.",
+          f"Run {R}: only {{{{ $value | humanizePercentage }}}} of GRPO groups (or draws kept by "
+          "dynamic sampling) are informative."),
     # ============================================================ data (ticket)
     Alert("RLResponseTruncationHigh", "warning",
-          f"{_avg('rl_response_truncated_ratio', 'short_window', TRUNC_SEL)}"
-          " > {truncation_ratio_high}",
-          Dur(600), "A large share of responses is cut at the length limit.",
-          f"Run {R}: {{{{ $value | humanizePercentage }}}} of responses hit the length limit.",
-          ("rl_response_truncated_ratio",)),
+          _recent("avg_over_time", "rl_response_truncated_ratio", TRUNC_SEL) + " > {truncation_ratio_high}\n"
+          "or\n(\n" + _recent("avg_over_time", "rl_response_length_tokens")
+          + "\n  / on (run) max by (run) (" + CONFIG_SEL.format("max_response_length") + " > 0)\n"
+          ") > {length_limit_mean_ratio}\n"
+          "unless on (run) max by (run) (rl_response_truncated_ratio" + TRUNC_SEL + ")",
+          Dur(60), "A large share of responses is cut at the length limit.",
+          f"Run {R}: {{{{ $value | humanizePercentage }}}} of responses hit the length limit (or the "
+          "mean length is that share of the limit)."),
     Alert("RLLengthFallingRewardRising", "warning",
-          "run:rl_response_length_tokens:avg_over_time10m\n"
-          "< (1 - {length_drop_ratio}) * run:rl_response_length_tokens:avg_over_time1h_offset10m\n"
-          "and on (run)\nrun:rl_reward:avg_over_time10m\n"
-          "> (1 + {reward_rise_ratio}) * run:rl_reward:avg_over_time1h_offset10m",
-          Dur(600), "Responses get shorter while reward rises: a reward-hacking hint.",
+          "run:rl_response_length_tokens:avg_recent\n"
+          "< (1 - {length_drop_ratio}) * run:rl_response_length_tokens:avg_baseline\n"
+          "and on (run)\nrun:rl_task_reward:avg_recent\n"
+          "> (1 + {reward_rise_ratio}) * run:rl_task_reward:avg_baseline",
+          Dur(60), "Responses get shorter while reward rises: a reward-hacking hint.",
           f"Run {R}: mean response length fell to {{{{ printf \"%.0f\" $value }}}} tokens while "
-          "reward rose above its baseline.",
-          ("rl_response_length_tokens", "rl_reward")),
+          "reward rose above its baseline."),
     Alert("RLValidationRegressing", "warning",
           'max by (run, data_source) (\n'
-          '  max_over_time(rl_validation_score{{stat="", tier!="aux"}}[{baseline_window}])\n'
+          '  max_over_time(rl_validation_score{{stat="", tier!="aux"}}[{validation_window}])\n'
           '  - rl_validation_score{{stat="", tier!="aux"}}\n)\n> {validation_drop}\n'
-          "and on (run)\nrun:rl_reward:avg_over_time10m >= run:rl_reward:avg_over_time1h_offset10m",
-          Dur(600), "Validation score is falling while training reward keeps rising.",
+          'and on (run, data_source)\nmax by (run, data_source) (changes(rl_validation_score{{stat="", '
+          'tier!="aux"}}[{validation_window}])) >= {validation_min_changes}\n'
+          "and on (run)\nrun:rl_task_reward:avg_recent >= run:rl_task_reward:avg_baseline",
+          Dur(60), "Validation score is falling while training reward keeps rising.",
           f"Run {R}: validation on {{{{ $labels.data_source }}}} is {{{{ printf \"%.3f\" $value }}}} "
-          "below its best of the previous hour while train reward rises.",
-          ("rl_validation_score", "rl_reward")),
+          "below its best of the validation window while train reward rises."),
     # ============================================================ critic / preference (ticket)
     Alert("RLCriticNotLearning", "warning",
-          'max by (run) (max_over_time(rl_value_explained_variance{{stat="", split=""}}[{short_window}])) < 0\n'
+          _recent("max_over_time", "rl_value_explained_variance") + " < 0\n"
           "and on (run)\nmax by (run) (rl_training_step) > {critic_warmup_steps}",
-          Dur(900), "The critic explains less return variance than a constant after warm-up.",
-          f"Run {R}: value explained variance is {{{{ printf \"%.3f\" $value }}}} (below 0) after "
-          "warm-up.",
-          ("rl_value_explained_variance", "rl_training_step")),
+          Dur(60), "The critic explains less return variance than a constant after warm-up.",
+          f"Run {R}: value explained variance is {{{{ printf \"%.3f\" $value }}}} (below 0) on every "
+          "recent step after warm-up."),
     Alert("RLPreferenceOverfit", "warning",
-          'min by (run) (min_over_time(rl_preference_accuracy_ratio{{stat="", split=""}}[{short_window}]))\n'
-          "> {preference_accuracy_high}\n"
+          _recent("min_over_time", "rl_preference_accuracy_ratio") + "\n> {preference_accuracy_high}\n"
           "and on (run)\n(\n"
-          '  min by (run) (min_over_time(rl_validation_loss{{stat=""}}[{short_window}]))\n'
-          '  >= (1 - {validation_flat_ratio}) * min by (run) (min_over_time(rl_validation_loss{{stat=""}}'
-          "[{baseline_window}] offset {short_window}))\n)",
-          Dur(1800), "Preference accuracy is near 1.0 while validation does not improve (overfit).",
+          + _recent("min_over_time", "rl_validation_loss", '{{stat=""}}') + "\n"
+          "  >= (1 - {validation_flat_ratio}) * "
+          + _ladder(_over("min_over_time", "rl_validation_loss", '{{stat=""}}', baseline=True))
+          + f"\n  and on (run) {READY}\n)",
+          Dur(60), "Preference accuracy is near 1.0 while validation does not improve (overfit).",
           f"Run {R}: training preference accuracy is {{{{ $value | humanizePercentage }}}} and the "
-          "validation loss stopped improving.",
-          ("rl_preference_accuracy_ratio", "rl_validation_loss")),
+          "validation loss stopped improving."),
     Alert("RLRewardModelMarginCollapse", "warning",
-          "run:rl_preference_reward_margin:avg_over_time10m\n"
-          "< {margin_collapse_ratio} * run:rl_preference_reward_margin:avg_over_time1h_offset10m\n"
-          "and run:rl_preference_reward_margin:avg_over_time1h_offset10m > 0",
-          Dur(600), "The chosen-minus-rejected reward margin is collapsing towards 0.",
+          "run:rl_preference_reward_margin:avg_recent\n"
+          "< {margin_collapse_ratio} * run:rl_preference_reward_margin:avg_baseline\n"
+          "and run:rl_preference_reward_margin:avg_baseline > 0",
+          Dur(60), "The chosen-minus-rejected reward margin is collapsing towards 0.",
           f"Run {R}: reward margin fell to {{{{ printf \"%.3f\" $value }}}}, a fraction of its "
-          "baseline of the previous hour.",
-          ("rl_preference_reward_margin",)),
+          "baseline over the preceding steps."),
     # ============================================================ systems (ticket / info)
     Alert("RLTrainInferenceMismatchRising", "warning",
-          "(\n  run:rl_train_inference_logprob_abs_diff:avg_over_time10m\n"
-          "  / run:rl_train_inference_logprob_abs_diff:avg_over_time1h_offset10m > {mismatch_rise_factor}\n"
-          "  and run:rl_train_inference_logprob_abs_diff:avg_over_time10m > {logprob_diff_min}\n)\n"
-          "or\n(\n  run:rl_train_inference_kl:avg_over_time10m\n"
-          "  / run:rl_train_inference_kl:avg_over_time1h_offset10m > {mismatch_rise_factor}\n"
-          "  and run:rl_train_inference_kl:avg_over_time10m > {train_inference_kl_min}\n)",
-          Dur(600), "Trainer and inference engine disagree more and more on token log-probs.",
-          f"Run {R}: train/inference mismatch is {{{{ printf \"%.1f\" $value }}}}x its baseline of the "
-          "previous hour.",
-          ("rl_train_inference_logprob_abs_diff", "rl_train_inference_kl")),
+          "(\n  run:rl_train_inference_logprob_abs_diff:avg_recent\n"
+          "  / run:rl_train_inference_logprob_abs_diff:avg_baseline > {mismatch_rise_factor}\n"
+          "  and run:rl_train_inference_logprob_abs_diff:avg_recent > {logprob_diff_min}\n)\n"
+          "or\n(\n  run:rl_train_inference_kl:avg_recent\n"
+          "  / run:rl_train_inference_kl:avg_baseline > {mismatch_rise_factor}\n"
+          "  and run:rl_train_inference_kl:avg_recent > {train_inference_kl_min}\n)",
+          Dur(60), "Trainer and inference engine disagree more and more on token log-probs.",
+          f"Run {R}: train/inference mismatch is {{{{ printf \"%.1f\" $value }}}}x its baseline over "
+          "the preceding steps."),
     Alert("RLSampleStalenessHigh", "warning",
-          f"{_avg('rl_sample_staleness_steps', 'short_window')} > {{staleness_max_steps}}",
-          Dur(600), "Async samples come from policies many versions old.",
-          f"Run {R}: samples are {{{{ printf \"%.1f\" $value }}}} policy versions stale on average.",
-          ("rl_sample_staleness_steps",)),
+          _recent("avg_over_time", "rl_sample_staleness_steps") + " > {staleness_max_steps}",
+          Dur(60), "Async samples come from policies many versions old.",
+          f"Run {R}: samples are {{{{ printf \"%.1f\" $value }}}} policy versions stale on average."),
     Alert("RLDataParallelImbalance", "info",
-          'max by (run) (avg_over_time(rl_dp_rank_tokens{{stat="max", split=""}}[{short_window}]))\n'
-          '/ max by (run) (avg_over_time(rl_dp_rank_tokens{{stat="", split=""}}[{short_window}])) - 1\n'
-          "> {dp_imbalance_ratio}",
-          Dur(1800), "Tokens per data-parallel rank are unbalanced: the busiest rank sets the pace.",
+          "(\n" + _recent("avg_over_time", "rl_dp_rank_tokens", '{{stat="balanced_max", split=""}}')
+          + "\n/ on (run) " + _recent("avg_over_time", "rl_dp_rank_tokens", '{{stat="balanced_min", split=""}}')
+          + "\nor\n" + _recent("avg_over_time", "rl_dp_rank_tokens", '{{stat="max", split=""}}')
+          + "\n/ on (run) " + _recent("avg_over_time", "rl_dp_rank_tokens", '{{stat="min", split=""}}')
+          + "\n) - 1 > {dp_imbalance_ratio}",
+          Dur(1800), "Tokens per data-parallel rank are unbalanced after balancing: the busiest rank "
+          "sets the pace.",
           f"Run {R}: the busiest data-parallel rank gets {{{{ $value | humanizePercentage }}}} more "
-          "tokens than the mean.",
-          ("rl_dp_rank_tokens",)),
+          "tokens than the least busy one (veRL balanced partition)."),
     Alert("RLMoEExpertImbalance", "warning",
-          'max by (run) (avg_over_time(rl_moe_load_imbalance_ratio{{stat="", split=""}}[{short_window}]))'
-          " > {moe_imbalance_ratio}",
-          Dur(1800), "MoE expert load is far from balanced.",
-          f"Run {R}: the hottest MoE expert carries {{{{ printf \"%.2f\" $value }}}}x its ideal load.",
-          ("rl_moe_load_imbalance_ratio",)),
+          "run_layer:rl_moe_load_imbalance_ratio:avg_recent\n"
+          "> {moe_imbalance_rise_factor} * run_layer:rl_moe_load_imbalance_ratio:avg_baseline",
+          Dur(60), "One MoE layer's expert load drifted far from its own balance.",
+          f"Run {R}: MoE layer {{{{ $labels.layer }}}} hottest expert carries {{{{ printf \"%.2f\" $value }}}}x "
+          "its ideal load, [[moe_imbalance_rise_factor]]x that layer's baseline."),
     Alert("RLMFULow", "info",
-          'max by (run, role) (avg_over_time(rl_mfu_ratio{{stat="", split="", phase="train"}}'
-          "[{short_window}])) < {mfu_low}",
-          Dur(3600), "Training model-FLOPs utilisation has been low for a long time.",
-          f"Run {R}: {{{{ $labels.role }}}} training MFU is {{{{ $value | humanizePercentage }}}}.",
-          ("rl_mfu_ratio",)),
+          _recent("avg_over_time", "rl_mfu_ratio", '{{stat="", split="", phase="train"}}', by="run, role")
+          + " < {mfu_low}",
+          Dur(1800), "Training model-FLOPs utilisation has been low for a long time.",
+          f"Run {R}: {{{{ $labels.role }}}} training MFU is {{{{ $value | humanizePercentage }}}}."),
     Alert("RLThroughputDrop", "warning",
-          "run:rl_gpu_throughput_tokens_per_second:avg_over_time10m\n"
-          "< {throughput_drop_ratio} * run:rl_gpu_throughput_tokens_per_second:avg_over_time1h_offset10m",
-          Dur(900), "Tokens per second per GPU dropped well below the run's own baseline.",
-          f"Run {R}: throughput is {{{{ printf \"%.0f\" $value }}}} tokens/s/GPU, under half its "
-          "baseline of the previous hour.",
-          ("rl_gpu_throughput_tokens_per_second",)),
+          "run_phase:rl_throughput:avg_recent\n"
+          "< {throughput_drop_ratio} * run_phase:rl_throughput:avg_baseline",
+          Dur(60), "Tokens per second dropped well below the run's own baseline.",
+          f"Run {R}: {{{{ $labels.phase }}}} throughput is {{{{ printf \"%.0f\" $value }}}} tokens/s, "
+          "under half its baseline over the preceding steps."),
     Alert("RLGPUMemoryNearFull", "warning",
-          "max by (run, instance, gpu) (hw_gpu_memory_usage_bytes)\n"
-          "/ max by (run, instance, gpu) (hw_gpu_memory_limit_bytes) > {gpu_memory_full_ratio}",
-          Dur(300), "GPU memory is nearly full: the next long batch may OOM.",
-          f"Run {R}: GPU {{{{ $labels.gpu }}}} memory is {{{{ $value | humanizePercentage }}}} full.",
-          ("hw_gpu_memory_usage_bytes", "hw_gpu_memory_limit_bytes")),
+          "max by (run) (rl_gpu_memory_peak_bytes{{kind=\"allocated\"}})\n"
+          "/ on (run) min by (run) (hw_gpu_memory_limit_bytes) > {gpu_memory_full_ratio}\n"
+          "or\n(\n  run_instance_gpu:hw_gpu_memory_usage_bytes:avg_recent\n"
+          "  / on (run, instance, gpu) max by (run, instance, gpu) (hw_gpu_memory_limit_bytes) > {gpu_memory_full_ratio}\n"
+          "  and on (run, instance, gpu)\n"
+          "  (run_instance_gpu:hw_gpu_memory_usage_bytes:avg_recent - run_instance_gpu:hw_gpu_memory_usage_bytes:avg_baseline)\n"
+          "  / on (run, instance, gpu) max by (run, instance, gpu) (hw_gpu_memory_limit_bytes) > {gpu_memory_growth_ratio}\n)",
+          Dur(60), "The trainer's own GPU memory peak is nearly the whole GPU, or usage is near full "
+          "and still growing: the next long batch may OOM.",
+          f"Run {R}: GPU memory is {{{{ $value | humanizePercentage }}}} of the device (allocated peak, "
+          "or NVML usage still growing)."),
     Alert("RLGPUThrottling", "warning",
-          'max by (run, instance, gpu, reason) (min_over_time(hw_gpu_clock_event_active{{'
-          'reason=~"{throttle_reasons}"}}[{short_window}])) == 1',
-          Dur(300), "A GPU is held back by thermal or power throttling.",
-          f"Run {R}: GPU {{{{ $labels.gpu }}}} has been throttled ({{{{ $labels.reason }}}} = {{{{ $value }}}}) "
-          "for the whole window.",
-          ("hw_gpu_clock_event_active",)),
+          'max by (run, instance, gpu) (rate(hw_gpu_clock_event_seconds_total{{reason=~"{throttle_counter_reasons}"}}'
+          "[{gpu_window}])) > {throttle_time_ratio}\n"
+          "or\nmax by (run, instance, gpu) (avg_over_time(hw_gpu_clock_event_active{{"
+          'reason=~"{throttle_reasons}"}}[{gpu_window}])) > {throttle_time_ratio}',
+          Dur(300), "A GPU is held back by thermal or hardware throttling for a good share of the time.",
+          f"Run {R}: GPU {{{{ $labels.gpu }}}} clocks were held down {{{{ $value | humanizePercentage }}}} "
+          "of the last window."),
     Alert("RLMultiTurnRunaway", "warning",
-          "run:rl_turns:max_over_time10m\n"
-          "> {turns_runaway_factor} * run:rl_turns:avg_over_time1h_offset10m\n"
-          "and run:rl_turns:max_over_time10m >= {turns_runaway_min}",
-          Dur(300), "Multi-turn rollouts run far more turns than the run's own baseline.",
-          f"Run {R}: a rollout took {{{{ $value }}}} turns, several times the recent maximum.",
-          ("rl_turns",)),
+          "run:rl_turns:max_recent\n"
+          "> {turns_runaway_factor} * run:rl_turns:avg_baseline\n"
+          "and run:rl_turns:max_recent >= {turns_runaway_min}",
+          Dur(60), "Multi-turn rollouts run far more turns than the run's own baseline.",
+          f"Run {R}: a rollout took {{{{ $value }}}} turns, several times the recent level."),
 ]
-
 # Config values in annotation text are written [[name]] (Go templates own the braces).
 _CONFIG_IN_TEXT = re.compile(r"\[\[(\w+)\]\]")
 
@@ -522,13 +686,16 @@ CONFIG.update({
     "long_tail_ratio": 5,
     # Prometheus job(s) that scrape the rollout engines (Helm: the PodMonitor sets job).
     "engine_job_selector": 'job=~".*(rollout-engine|vllm|sglang).*"',
+    # Engine series and NVML phase time are sampled in wall time, not per step: one fixed
+    # window, like the GPU alerts' gpu_window.
+    "engine_window": Dur(600),
 })
 
 _ROLLOUT = '{{phase=~"{rollout_phases}"}}'
 
 
 def _tail(metric: str) -> str:
-    q = "histogram_quantile({q}, sum by (run, le) (rate(" + metric + "_bucket[{{short_window}}])))"
+    q = "histogram_quantile({q}, sum by (run, le) (rate(" + metric + "_bucket[{{engine_window}}])))"
     return q.format(q="0.99") + "\n/ " + q.format(q="0.5") + "\n> {long_tail_ratio}"
 
 
@@ -544,24 +711,27 @@ ALERTS += [
           Dur(120), "A training phase has been open far longer than it usually takes: hung inside a step.",
           f"Run {R}: phase {{{{ $labels.phase }}}} has been open for {{{{ $value | humanizeDuration }}}}, "
           "over [[phase_hung_factor]]x its recent median and the floor.",
-          ("rl_phase_in_progress_start_timestamp_seconds", "rl_phase_recent_median_duration_seconds")),
+          why_critical="Certain: the open phase's start time is the trainer's own timer, read from a "
+                       "live exporter. Persistent: open [[phase_hung_factor]]x longer than its own "
+                       "median of 20 occurrences and over a 10-minute floor (an hour with no history), "
+                       "so a slow step does not qualify. Fatal: a hang inside a phase (NCCL, a dead "
+                       "engine) never ends by itself, and it pages before RLRunStalled would."),
     Alert("RLRolloutGPUIdle", "warning",
           "(\n"
-          f"  sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{short_window}}]))\n"
-          f"  / (sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{short_window}}]))\n"
-          f"     + sum by (run) (rate(hw_gpu_phase_busy_seconds_total{_ROLLOUT}[{{short_window}}])))\n"
+          f"  sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{engine_window}}]))\n"
+          f"  / (sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{engine_window}}]))\n"
+          f"     + sum by (run) (rate(hw_gpu_phase_busy_seconds_total{_ROLLOUT}[{{engine_window}}])))\n"
           "  > {rollout_gpu_idle_ratio}\n)\n"
           "or\n(\n"
           "  1 - clamp_max(sum by (run) (\n"
-          "    max_over_time(vllm:num_requests_running[{short_window}])\n"
-          "    or max_over_time(sglang:num_running_reqs[{short_window}])), 1) == 1\n"
+          "    max_over_time(vllm:num_requests_running[{engine_window}])\n"
+          "    or max_over_time(sglang:num_running_reqs[{engine_window}])), 1) == 1\n"
           "  and on (run)\n"
           f"  max by (run) (time() - rl_phase_in_progress_start_timestamp_seconds{_ROLLOUT})"
           " > {rollout_engine_idle_seconds}\n)",
           Dur(600), "Rollout GPUs sit idle while the run waits for rollouts.",
           f"Run {R}: {{{{ $value | humanizePercentage }}}} of rollout GPU time is idle while a rollout "
-          "phase is in progress (NVML per-phase time, or engines running no request).",
-          ("rl_phase_in_progress_start_timestamp_seconds",)),
+          "phase is in progress (NVML per-phase time, or engines running no request)."),
     Alert("RLRolloutAbortsHigh", "warning",
           "(\n"
           '  sum by (run) (increase(vllm:request_success_total{{finished_reason="abort"}}[{abort_window}]))\n'
@@ -577,37 +747,36 @@ ALERTS += [
           " >= {engine_abort_min_requests}\n)",
           Dur(300), "The rollout engines abort a large share of requests.",
           f"Run {R}: {{{{ $value | humanizePercentage }}}} of rollout requests were aborted over the "
-          "abort window.",
-          ()),
+          "abort window."),
     Alert("RLRolloutKVCacheThrash", "warning",
           "(\n"
-          "  max by (run, instance) (avg_over_time(vllm:kv_cache_usage_perc[{short_window}]))"
+          "  max by (run, instance) (avg_over_time(vllm:kv_cache_usage_perc[{engine_window}]))"
           " > {kv_cache_high_ratio}\n"
           "  and on (run, instance)\n"
-          "  sum by (run, instance) (increase(vllm:num_preemptions_total[{short_window}]))"
+          "  sum by (run, instance) (increase(vllm:num_preemptions_total[{engine_window}]))"
           " > {kv_thrash_preemptions}\n)\nor\n(\n"
-          "  max by (run, instance) (avg_over_time(sglang:token_usage[{short_window}]))"
+          "  max by (run, instance) (avg_over_time(sglang:token_usage[{engine_window}]))"
           " > {kv_cache_high_ratio}\n"
           "  and on (run, instance)\n"
-          "  sum by (run, instance) (increase(sglang:num_retracted_requests_total[{short_window}]))"
+          "  sum by (run, instance) (increase(sglang:num_retracted_requests_total[{engine_window}]))"
           " > {kv_thrash_preemptions}\n)",
           Dur(600), "A rollout engine's KV cache is full and it keeps preempting requests.",
           f"Run {R}: engine {{{{ $labels.instance }}}} KV cache is {{{{ $value | humanizePercentage }}}} "
-          "full while it keeps preempting (recomputing) requests.",
-          ()),
+          "full while it keeps preempting (recomputing) requests."),
     Alert("RLRolloutLongTail", "warning",
           "(\n" + _tail("vllm:e2e_request_latency_seconds") + "\n)\nor\n(\n" +
           _tail("sglang:e2e_request_latency_seconds") + "\n)",
           Dur(900), "A few very long rollout requests hold up every step (p99 far above p50).",
-          f"Run {R}: rollout request latency p99 is {{{{ printf \"%.1f\" $value }}}}x the median.",
-          ()),
+          f"Run {R}: rollout request latency p99 is {{{{ printf \"%.1f\" $value }}}}x the median."),
     Alert("RLRolloutEngineDown", "critical",
           "max by (run, job, instance) (up{{{engine_job_selector}}} == 0)\n"
           "and on (run)\ncount by (run) (rl_run_info)",
-          Dur(120), "A rollout engine target is down while its trainer is still running.",
+          Dur(300), "A rollout engine target is down while its trainer is still running.",
           f"Run {R}: rollout engine {{{{ $labels.instance }}}} is down (up == {{{{ $value }}}}) while "
           "the trainer still exports.",
-          ("rl_run_info",)),
+          why_critical="Certain: every scrape of an engine target that discovery still lists failed. "
+                       "Persistent: 5 minutes, as RLExporterDown. Fatal: the trainer waits on "
+                       "rollouts that no engine will produce (a dead engine reported as success)."),
 ]
 
 # A hung phase explains the run-level stall; a dead engine explains hung rollouts and idle GPUs.
@@ -684,13 +853,16 @@ def _apply_overrides(overrides: dict | None):
 
 
 def _values(cfg: dict, time_scale: float) -> dict:
-    out = {"time_scale": "" if time_scale == 1 else f"{_num(time_scale)} * ",
-           "stat_empty": '{stat="", split=""}'}
+    out = {"time_scale": "" if time_scale == 1 else f"{_num(time_scale)} * "}
     for k, v in cfg.items():
         if isinstance(v, Dur):
-            out[k] = duration(v.seconds * time_scale) if k.endswith("window") else _num(v.seconds * time_scale)
+            out[k] = duration(v.seconds * time_scale) if "window" in k else _num(v.seconds * time_scale)
         else:
             out[k] = v if isinstance(v, str) else _num(v)
+    for i in TIERS:
+        w = cfg[f"step_window_{i}"].seconds * time_scale
+        out[f"w{i}"] = duration(w)
+        out[f"bw{i}"] = duration(w * BASELINE_FACTOR)
     return out
 
 
@@ -762,12 +934,29 @@ def alert(name: str) -> Alert:
 
 
 def metric_names(expr: str) -> set[str]:
-    """Metric names an expression selects (rl_* plus up); recording-rule names are excluded."""
-    expr = re.sub(r'"[^"]*"', '""', expr)  # drop label values (e.g. "rl_loss" in label_replace)
-    names = set()
-    for m in re.finditer(r"(?<![:\w])(rl_[a-z0-9_]+|up)(?![:\w])", expr):
-        names.add(m.group(1))
-    return names
+    """Metric names an expression selects, recording-rule names excluded. The one PromQL
+    name extractor (dashboards/promql.py) serves alerts and dashboards alike."""
+    from dashboards.promql import metric_names as names
+    return {n for n in names(expr) if ":" not in n}
+
+
+def recording_names(expr: str) -> set[str]:
+    from dashboards.promql import metric_names as names
+    return {n for n in names(expr) if ":" in n}
+
+
+def reads(expr: str) -> set[str]:
+    """Every metric an expression reads, following the recording rules it uses."""
+    by_name = {r.record: r.expr for r in RECORDINGS}
+    out, todo, seen = set(), [expr], set()
+    while todo:
+        e = todo.pop()
+        out |= metric_names(e)
+        for rec in recording_names(e) - seen:
+            seen.add(rec)
+            if rec in by_name:
+                todo.append(by_name[rec])
+    return out
 
 
 def yaml_text(doc: dict) -> str:

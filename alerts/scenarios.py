@@ -10,10 +10,12 @@ from __future__ import annotations
 EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "healthy": {},
     "entropy-collapse": {"RLEntropyCollapse": (), "RLClipFractionHigh": (), "RLRewardCollapse": ()},
-    "kl-spike": {"RLPolicyKLSpike": (), "RLClipFractionHigh": ()},
+    # veRL's actor/kl_loss is the reference KL: the spike takes it along
+    "kl-spike": {"RLPolicyKLSpike": (), "RLClipFractionHigh": (), "RLReferenceKLRunaway": ()},
     "nan-loss": {"RLNonFiniteLoss": (),
-                 "RLOptimizerNonFiniteSkips": ("rl_optimizer_consecutive_nonfinite_skips",)},
-    "grad-explosion": {"RLGradNormExplosion": ()},
+                 "RLOptimizerNonFiniteSkips": ("rl_optimizer_consecutive_nonfinite_skips",),
+                 "RLNonFiniteGradSkipped": ()},
+    "grad-explosion": {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": ()},
     "length-truncation": {"RLResponseTruncationHigh": ()},
     "no-signal": {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": ()},
     "stall": {"RLRunStalled": ()},

@@ -21,13 +21,13 @@ def alt(a, b, n):
 # name -> (fire series, eval, extra labels, description), (silent series, eval)
 CASES: dict[str, dict] = {
     "RLRunStalled": dict(
-        fire=[s("rl_training_step_timestamp_seconds", "0+60x10 600x40"),
-              s("rl_step_duration_seconds", "60x50")],
-        at="40m", desc="Run r has not advanced its training step for 30m 0s (longer than max(floor, k x "
+        fire=[s("rl_training_step_timestamp_seconds", "0+60x10 600x50"),
+              s("rl_step_duration_seconds", "60x60")],
+        at="50m", desc="Run r has not advanced its training step for 40m 0s (longer than max(floor, k x "
                        "its longest recent step)).",
-        # 10-minute steps: 20 minutes without a step is under 5 x 600 s, not a stall
-        silent=[s("rl_training_step_timestamp_seconds", "0+60x10 600x20"),
-                s("rl_step_duration_seconds", "600x30")], silent_at="30m"),
+        # 10-minute steps: 40 minutes without a step is under 5 x 600 s, not a stall
+        silent=[s("rl_training_step_timestamp_seconds", "0+60x10 600x40"),
+                s("rl_step_duration_seconds", "600x50")], silent_at="50m"),
     "RLExporterDown": dict(
         fire=[{"series": 'up{job="rl-exporter", instance="h:9464"}', "values": "1x10 0x20"},
               {"series": 'rl_run_info{job="rl-exporter", instance="h:9464", run="r", framework="verl"}',
@@ -39,7 +39,7 @@ CASES: dict[str, dict] = {
         silent_at="25m"),
     "RLNonFiniteLoss": dict(
         fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15")],
-        at="15m", labels={"metric": "rl_policy_loss"}, desc="Run r reports rl_policy_loss = NaN.",
+        at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
         silent=[s("rl_policy_loss", "0.01 -0.01 0.005 0 0.01 0.002"), s("rl_grad_norm", "0.35 4.95 1 2 0.5 0.6"),
                 s("rl_loss", "0.3x5")], silent_at="5m"),
     "RLOptimizerNonFiniteSkips": dict(
@@ -48,53 +48,33 @@ CASES: dict[str, dict] = {
         silent=[s("rl_optimizer_consecutive_nonfinite_skips", "1 0 2 0 1 0 2 0")], silent_at="7m"),
     "RLRewardCollapse": dict(
         fire=[s("rl_reward", "0.6x80 0.2x20")], at="95m",
-        desc="Run r: mean reward fell by 0.367 below its baseline of the previous hour.",
-        # seed 002: 0.53 to 0.87 per step over 48 steps, rising
+        desc='Run r: mean task reward fell by 0.210 below its baseline over the preceding steps.',
         silent=[s("rl_reward", " ".join(str(round(0.53 + 0.0035 * i + (0.03 if i % 2 else -0.03), 4))
                                         for i in range(100)))], silent_at="95m"),
     "RLEntropyCollapse": dict(
         fire=[s("rl_entropy", "1x80 0.2x20")], at="95m",
-        desc="Run r: mean entropy is 0.200, under 0.4x its baseline of the previous hour.",
+        desc='Run r: mean entropy is 0.200, under 0.4x its baseline over the preceding steps.',
         silent=[s("rl_entropy", "1.2-0.008x99")], silent_at="95m"),
     "RLPolicyKLSpike": dict(
         fire=[s("rl_policy_kl", "0.004x30 0.08x20")], at="45m",
-        desc="Run r: mean PPO KL (ppo_kl) is 0.0800 over the last window.",
+        desc='Run r: mean PPO KL (ppo_kl) is 0.0800 over the recent steps.',
         silent=[s("rl_policy_kl", alt(0.001, 0.01, 25))], silent_at="45m"),
-    "RLReferenceKLRunaway": dict(
-        fire=[s("rl_reference_kl", "0.005x80 0.1x30")], at="95m",
-        desc="Run r: mean KL to the reference (kl_mean) is 0.1000, several times its baseline of the "
-             "previous hour.",
-        silent=[s("rl_reference_kl", "0.001+0.0002x99")], silent_at="100m"),
-    "RLKLSingleTokenDominates": dict(
-        fire=[s("rl_reference_kl", "0.002x85"), s("rl_reference_kl", "0.01x70 0.5x15", stat="max"),
-              s("rl_grad_norm", "0.5x70 3x15")], at="80m",
-        desc="Run r: kl_max / kl_mean = 250 with the gradient norm jumping above its baseline.",
-        # a large kl_max alone (no gradient jump) is not the signature
-        silent=[s("rl_reference_kl", "0.002x80"), s("rl_reference_kl", "0.5x80", stat="max"),
-                s("rl_grad_norm", "0.5x80")], silent_at="78m"),
     "RLClipFractionHigh": dict(
         fire=[s("rl_policy_clip_ratio", "0.12x30 0.45x30")], at="55m",
-        desc="Run r: clip fraction is 0.45 on average over the last window.",
+        desc='Run r: clip fraction is 0.45 on average over the recent steps.',
         silent=[s("rl_policy_clip_ratio", alt(0.05, 0.3, 30)),
                 s("rl_policy_clip_ratio", "0.6x60", bound="dual")], silent_at="55m"),
-    "RLClipFractionNonZeroOnPolicy": dict(
-        fire=[s("rl_policy_clip_ratio", "0.02x10"), s("rl_config_value", "1x10", parameter="n_mini")], at="5m",
-        desc="Run r reports clip fraction 0.0200 with one mini-batch per step, where the ratio is "
-             "identically 1.",
-        silent=[s("rl_policy_clip_ratio", "0x10"), s("rl_config_value", "1x10", parameter="n_mini"),
-                {"series": 'rl_policy_clip_ratio{run="b"}', "values": "0.12x10"},
-                {"series": 'rl_config_value{run="b", parameter="n_mini"}', "values": "4x10"}], silent_at="5m"),
     "RLGradNormExplosion": dict(
         fire=[s("rl_grad_norm", "0.6x80 15x15")], at="90m",
-        desc="Run r: gradient norm is 15, more than 10x its baseline of the previous hour.",
+        desc='Run r: median gradient norm is 15, more than 10x its baseline over the preceding steps.',
         silent=[s("rl_grad_norm", alt(0.35, 4.95, 45))], silent_at="85m"),
     "RLGradNormZero": dict(
         fire=[s("rl_grad_norm", "0.5x20 0x20")], at="40m",
-        desc="Run r: gradient norm has been exactly 0 for the whole window.",
+        desc='Run r: gradient norm (or zero-gradient skips per step) is 0 over the recent steps.',
         silent=[s("rl_grad_norm", alt(0.5, 0, 20))], silent_at="40m"),
     "RLNoInformativeGroups": dict(
         fire=[s("rl_groups", "45x10 2x20", outcome="informative"), s("rl_groups", "64x30", outcome="total")],
-        at="30m", desc="Run r: only 3.125% of GRPO groups are informative.",
+        at="30m", desc='Run r: only 3.125% of GRPO groups (or draws kept by dynamic sampling) are informative.',
         silent=[s("rl_groups", "45x30", outcome="informative"), s("rl_groups", "64x30", outcome="total"),
                 s("rl_group_zero_std_ratio", "0.3x30"), s("rl_score", "1x30", stat="max"),
                 s("rl_score", "0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", stat="min")],
@@ -103,31 +83,24 @@ CASES: dict[str, dict] = {
     "RLNoInformativeGroups (veRL score spread)": dict(
         alert="RLNoInformativeGroups",
         fire=[s("rl_score", "1x10 0x20", stat="max"), s("rl_score", "0x30", stat="min")], at="30m",
-        desc="Run r: only 0% of GRPO groups are informative.",
+        desc='Run r: only 0% of GRPO groups (or draws kept by dynamic sampling) are informative.',
         silent=[s("rl_score", "1x30", stat="max"), s("rl_score", "0x30", stat="min")], silent_at="30m"),
     "RLResponseTruncationHigh": dict(
         fire=[s("rl_response_truncated_ratio", "0.02x10 0.8x30")], at="40m",
-        desc="Run r: 80% of responses hit the length limit.",
+        desc='Run r: 80% of responses hit the length limit (or the mean length is that share of the limit).',
         silent=[s("rl_response_truncated_ratio", "0.02+0.01x40"),
                 s("rl_response_truncated_ratio", "0.9x40", subset="non_aborted")], silent_at="40m"),
-    "RLLengthFallingRewardRising": dict(
-        fire=[s("rl_response_length_tokens", "450x80 250x20"), s("rl_reward", "0.5x80 0.7x20")],
-        at="100m", desc="Run r: mean response length fell to 250 tokens while reward rose above its baseline.",
-        silent=[s("rl_response_length_tokens", "300+1.5x99"), s("rl_reward", "0.2+0.006x99")],
-        silent_at="100m"),
     "RLValidationRegressing": dict(
         fire=[s("rl_validation_score", "0.5+0.005x60 0.8-0.01x40", data_source="gsm8k", var="acc",
                 estimator="mean", n="1", tier="core"),
               s("rl_reward", "0.5+0.003x100")],
         at="100m", labels={"data_source": "gsm8k"},
-        desc="Run r: validation on gsm8k is 0.390 below its best of the previous hour while train "
-             "reward rises.",
+        desc='Run r: validation on gsm8k is 0.390 below its best of the validation window while train reward rises.',
         silent=[s("rl_validation_score", "0.3+0.004x100", data_source="gsm8k", var="acc", estimator="mean",
                   n="1", tier="core"), s("rl_reward", "0.2+0.006x100")], silent_at="100m"),
     "RLCriticNotLearning": dict(
         fire=[s("rl_value_explained_variance", "-0.3x40"), s("rl_training_step", "0+5x40")], at="40m",
-        desc="Run r: value explained variance is -0.300 (below 0) after warm-up.",
-        # seed 004: -1.0..0.2 early, then rising
+        desc='Run r: value explained variance is -0.300 (below 0) on every recent step after warm-up.',
         silent=[s("rl_value_explained_variance", "-0.5+0.03x40"), s("rl_training_step", "0+5x40")],
         silent_at="40m"),
     "RLPreferenceOverfit": dict(
@@ -135,65 +108,117 @@ CASES: dict[str, dict] = {
         desc="Run r: training preference accuracy is 99% and the validation loss stopped improving.",
         silent=[s("rl_preference_accuracy_ratio", "0.99x120"), s("rl_validation_loss", "0.9-0.004x120")],
         silent_at="110m"),
-    "RLRewardModelMarginCollapse": dict(
-        fire=[s("rl_preference_reward_margin", "2x80 0.3x30")], at="105m",
-        desc="Run r: reward margin fell to 0.300, a fraction of its baseline of the previous hour.",
-        silent=[s("rl_preference_reward_margin", "1+0.01x110")], silent_at="105m"),
-    "RLTrainInferenceMismatchRising": dict(
-        fire=[s("rl_train_inference_logprob_abs_diff", "0.015x80 0.06x30")], at="105m",
-        desc="Run r: train/inference mismatch is 2.3x its baseline of the previous hour.",
-        # seed 002: 0.0136-0.0164 and KL 0.00063-0.00076 with plain sampling
-        silent=[s("rl_train_inference_logprob_abs_diff", alt(0.0136, 0.0164, 55)),
-                s("rl_train_inference_kl", alt(0.00063, 0.00076, 55), estimator="k3")], silent_at="105m"),
     "RLSampleStalenessHigh": dict(
         fire=[s("rl_sample_staleness_steps", "1x10 7x30")], at="40m",
         desc="Run r: samples are 7.0 policy versions stale on average.",
         silent=[s("rl_sample_staleness_steps", alt(1, 3, 20))], silent_at="40m"),
     "RLDataParallelImbalance": dict(
-        fire=[s("rl_dp_rank_tokens", "1000x60"), s("rl_dp_rank_tokens", "2000x60", stat="max")], at="45m",
-        desc="Run r: the busiest data-parallel rank gets 100% more tokens than the mean.",
-        silent=[s("rl_dp_rank_tokens", "1000x60"), s("rl_dp_rank_tokens", "1080x60", stat="max")],
-        silent_at="45m"),
-    "RLMoEExpertImbalance": dict(
-        fire=[s("rl_moe_load_imbalance_ratio", "2.5x60", layer="3"),
-              s("rl_moe_load_imbalance_ratio", "1.1x60", layer="1")], at="45m",
-        desc="Run r: the hottest MoE expert carries 2.50x its ideal load.",
-        silent=[s("rl_moe_load_imbalance_ratio", "1.3x60", layer="3")], silent_at="45m"),
+        fire=[s("rl_dp_rank_tokens", "1000x60", stat="balanced_min"),
+              s("rl_dp_rank_tokens", "2000x60", stat="balanced_max")], at="50m",
+        desc="Run r: the busiest data-parallel rank gets 100% more tokens than the least busy one "
+             "(veRL balanced partition).",
+        # veRL's global_seqlen/max,min are the split before balancing: far apart on a healthy run
+        silent=[s("rl_dp_rank_tokens", "1000x60", stat="balanced_min"),
+                s("rl_dp_rank_tokens", "1080x60", stat="balanced_max"),
+                s("rl_dp_rank_tokens", "2200x60", stat="max"), s("rl_dp_rank_tokens", "500x60", stat="min")],
+        silent_at="50m"),
+    # every step clipped: the pre-clip norm never comes below max_grad_norm over 16+ steps
+    "RLGradNormPinnedAtClip": dict(
+        fire=[s("rl_grad_norm", "0.5x20 2x40"), s("rl_config_value", "1x60", parameter="max_grad_norm")],
+        at="55m", desc="Run r: the smallest pre-clip gradient norm of the last 16+ steps is 2, at or above "
+                       "max_grad_norm (learning rate too high?).",
+        # seed 002: 0.35-4.95 with a 1.0 clip, crossing it on many steps but not all
+        silent=[s("rl_grad_norm", alt(0.35, 4.95, 30)), s("rl_config_value", "1x60", parameter="max_grad_norm")],
+        silent_at="55m"),
     "RLMFULow": dict(
         fire=[s("rl_mfu_ratio", "0.15x100", role="actor", phase="train", source="framework")], at="80m",
         labels={"role": "actor"}, desc="Run r: actor training MFU is 15%.",
         silent=[s("rl_mfu_ratio", "0.38x100", role="actor", phase="train", source="framework"),
                 s("rl_mfu_ratio", "0.22x100", role="actor", phase="inference", source="framework")],
         silent_at="80m"),
-    "RLThroughputDrop": dict(
-        fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 400x30")], at="105m",
-        desc="Run r: throughput is 400 tokens/s/GPU, under half its baseline of the previous hour.",
-        silent=[s("rl_gpu_throughput_tokens_per_second", "1000+2x110")], silent_at="105m"),
-    "RLGPUMemoryNearFull": dict(
-        fire=[s("hw_gpu_memory_usage_bytes", "78e9x20", gpu="0", uuid="GPU-a", gpu_model="NVIDIA H100 80GB HBM3"),
-              s("hw_gpu_memory_limit_bytes", "80e9x20", gpu="0", uuid="GPU-a", gpu_model="NVIDIA H100 80GB HBM3")],
-        at="15m", labels={"gpu": "0"}, desc="Run r: GPU 0 memory is 97.5% full.",
-        silent=[s("hw_gpu_memory_usage_bytes", "60e9x20", gpu="0"),
-                s("hw_gpu_memory_limit_bytes", "80e9x20", gpu="0")], silent_at="15m"),
     "RLGPUThrottling": dict(
         fire=[s("hw_gpu_clock_event_active", "1x30", gpu="0", reason="hardware_thermal_slowdown")], at="20m",
-        labels={"gpu": "0", "reason": "hardware_thermal_slowdown"},
-        desc="Run r: GPU 0 has been throttled (hardware_thermal_slowdown = 1) for the whole window.",
-        # intermittent slowdowns, idle clocks and the power cap of a fully loaded GPU are not throttling
-        silent=[s("hw_gpu_clock_event_active", alt(1, 0, 15), gpu="0", reason="software_thermal_slowdown"),
+        labels={"gpu": "0"},
+        desc='Run r: GPU 0 clocks were held down 100% of the last window.',
+        # a rare slowdown, idle clocks and the power cap of a fully loaded GPU are not throttling
+        silent=[s("hw_gpu_clock_event_active", "0 0 0 0 0 0 0 0 0 1 " * 3, gpu="0", reason="software_thermal_slowdown"),
                 s("hw_gpu_clock_event_active", "1x30", gpu="0", reason="gpu_idle"),
                 s("hw_gpu_clock_event_active", "1x30", gpu="1", reason="software_power_cap")],
         silent_at="20m"),
-    "RLMultiTurnRunaway": dict(
-        fire=[s("rl_turns", "6x80 40x20", stat="max"), s("rl_turns", "3x100")], at="95m",
-        desc="Run r: a rollout took 40 turns, several times the recent maximum.",
-        silent=[s("rl_turns", " ".join(str(5 + i % 4) for i in range(100)), stat="max")], silent_at="95m"),
+    # ---- framework-specific inputs (the review's faults): each fires from its own source
+    "RLNoInformativeGroups (dynamic sampling: the pass ratio, not the draws)": dict(
+        alert="RLNoInformativeGroups",
+        fire=[s("rl_groups", "2x40", outcome="informative"), s("rl_groups", "64x40", outcome="total"),
+              s("rl_dynamic_filter_pass_ratio", "0.3x10 0.02x30")], at="30m", desc='Run r: only 2% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+        # DAPO-style filtering: group counts cover every draw; the kept batch is informative
+        silent=[s("rl_groups", "2x40", outcome="informative"), s("rl_groups", "64x40", outcome="total"),
+                s("rl_dynamic_filter_pass_ratio", "0.3x40")], silent_at="30m"),
+    "RLNoInformativeGroups (Miles zero-std shares)": dict(
+        alert="RLNoInformativeGroups",
+        fire=[s("rl_group_outcome_ratio", "0.1x10 0.6x30", outcome="all_zero"),
+              s("rl_group_outcome_ratio", "0.05x10 0.38x30", outcome="all_one")], at="30m", desc='Run r: only 2% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+        silent=[s("rl_group_outcome_ratio", "0.3x40", outcome="all_zero"),
+                s("rl_group_outcome_ratio", "0.2x40", outcome="all_one")], silent_at="30m"),
+    "RLNoInformativeGroups (AReaL zero-advantage tokens)": dict(
+        alert="RLNoInformativeGroups",
+        fire=[s("rl_ppo_diagnostic", "0.2x10 0.95x30", quantity="advantage_zero_fraction", role="actor")],
+        at="30m", desc='Run r: only 5% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+        silent=[s("rl_ppo_diagnostic", "0.4x40", quantity="advantage_zero_fraction", role="actor")],
+        silent_at="30m"),
+    "RLMultiTurnRunaway (AReaL logs the mean only)": dict(
+        alert="RLMultiTurnRunaway",
+        fire=[s("rl_turns", "3x80 30x20")], at="90m", desc='Run r: a rollout took 30 turns, several times the recent level.',
+        silent=[s("rl_turns", "3x100")], silent_at="90m"),
+    "RLReferenceKLRunaway (veRL actor/kl_loss)": dict(
+        alert="RLReferenceKLRunaway",
+        fire=[s("rl_kl_loss", "0.005x80 0.1+0.1x20")], at="90m", desc='Run r: mean KL to the reference is 0.7500, several times its baseline over the preceding steps.',
+        silent=[s("rl_kl_loss", "0.005+0.0002x100")], silent_at="90m"),
+    "RLThroughputDrop (slime rollout phase)": dict(
+        alert="RLThroughputDrop",
+        fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20", phase="rollout")], at="90m",
+        labels={"phase": "rollout"}, desc='Run r: rollout throughput is 300 tokens/s, under half its baseline over the preceding steps.',
+        silent=[s("rl_gpu_throughput_tokens_per_second", "1200x100", phase="rollout")], silent_at="90m"),
+    "RLRewardCollapse (slime: the raw score, not the group-normalised reward)": dict(
+        alert="RLRewardCollapse",
+        fire=[s("rl_score", "0.7x80 0.1x20"), s("rl_reward", "0x100")], at="90m", desc='Run r: mean task reward fell by 0.457 below its baseline over the preceding steps.',
+        # the normalised reward swings around 0; the raw score holds
+        silent=[s("rl_score", "0.7x100"), s("rl_reward", "0x80 -0.3x20")], silent_at="90m"),
+    "RLGPUThrottling (violation-time counter)": dict(
+        alert="RLGPUThrottling",
+        fire=[s("hw_gpu_clock_event_seconds_total", "0+30x30", gpu="0", reason="thermal")], at="25m",
+        labels={"gpu": "0"}, desc='Run r: GPU 0 clocks were held down 50% of the last window.',
+        # at its power cap under full load: normal
+        silent=[s("hw_gpu_clock_event_seconds_total", "0+50x30", gpu="0", reason="power")], silent_at="25m"),
+    "RLMoEExpertImbalance (each layer against itself)": dict(
+        alert="RLMoEExpertImbalance",
+        fire=[s("rl_moe_load_imbalance_ratio", "2x80 4x20", layer="1"),
+              s("rl_moe_load_imbalance_ratio", "3.8x100", layer="2")], at="90m",
+        labels={"layer": "1"}, desc="Run r: MoE layer 1 hottest expert carries 4.00x its ideal load, 1.5x that layer's baseline.",
+        # 128 experts: max/ideal of 2-4 on every layer is the healthy norm
+        silent=[s("rl_moe_load_imbalance_ratio", "2.2x100", layer="1"),
+                s("rl_moe_load_imbalance_ratio", "3.8x100", layer="2")], silent_at="90m"),
+    "RLGPUMemoryNearFull (the trainer's peak, not NVML)": dict(
+        alert="RLGPUMemoryNearFull",
+        fire=[s("rl_gpu_memory_peak_bytes", "78e9x30", kind="allocated"),
+              s("hw_gpu_memory_limit_bytes", "80e9x30", gpu="0")], at="20m", desc='Run r: GPU memory is 97.5% of the device (allocated peak, or NVML usage still growing).',
+        # the rollout engine pre-allocated its KV cache: NVML at 96 %, flat
+        silent=[s("hw_gpu_memory_usage_bytes", "76.8e9x100", gpu="0"),
+                s("hw_gpu_memory_limit_bytes", "80e9x100", gpu="0"),
+                s("rl_gpu_memory_peak_bytes", "52e9x100", kind="allocated")], silent_at="90m"),
 }
 
 
+def _steps(series: list[dict]) -> list[dict]:
+    """Add a training step per minute (1-minute steps) unless the case brings its own."""
+    if any(x["series"].startswith("rl_training_step{") for x in series):
+        return series
+    return series + [s("rl_training_step", "1+1x200")]
+
+
 def missing_cases() -> list[str]:
+    from .cadence import PATHOLOGIES
     names = {a.name for a in ALERTS}
-    covered = {c.get("alert", k) for k, c in CASES.items()}
+    covered = {c.get("alert", k) for k, c in CASES.items()} | set(PATHOLOGIES)
     out = [f"{n}: no promtool test case in alerts/testcases.py" for n in sorted(names - covered)]
     out += [f"{n}: test case for an unknown alert" for n in sorted(covered - names)]
     return out
@@ -211,7 +236,7 @@ def render_tests() -> str:
         tests.append({
             "name": f"{case} fires",
             "interval": "1m",
-            "input_series": c["fire"],
+            "input_series": _steps(c["fire"]),
             "alert_rule_test": [{
                 "eval_time": c["at"], "alertname": name,
                 "exp_alerts": [{"exp_labels": labels, "exp_annotations": {
@@ -222,19 +247,24 @@ def render_tests() -> str:
         tests.append({
             "name": f"{case} stays silent on healthy series",
             "interval": "1m",
-            "input_series": c["silent"],
+            "input_series": _steps(c["silent"]),
             "alert_rule_test": [{"eval_time": c["silent_at"], "alertname": name, "exp_alerts": []}],
         })
-    # recording rules: the run's recent level and its baseline
+    # recording rules: the step-window ladder, the recent level, its baseline, none in warm-up
     tests.append({
-        "name": "recording rules: recent level and baseline",
+        "name": "recording rules: window chosen by steps, recent level, baseline after warm-up",
         "interval": "1m",
-        "input_series": [s("rl_reward", "0.6x80 0.2x20"), s("rl_reward", "1x100", stat="max")],
+        "input_series": [s("rl_reward", "0.6x80 0.2x20"), s("rl_reward", "1x100", stat="max"),
+                         s("rl_training_step", "1+1x100")],
         "promql_expr_test": [
-            {"expr": "run:rl_reward:avg_over_time10m", "eval_time": "100m",
-             "exp_samples": [{"labels": 'run:rl_reward:avg_over_time10m{run="r"}', "value": 0.2}]},
-            {"expr": "run:rl_reward:avg_over_time1h_offset10m", "eval_time": "90m",
-             "exp_samples": [{"labels": 'run:rl_reward:avg_over_time1h_offset10m{run="r"}', "value": 0.6}]},
+            {"expr": "run:rl_training_step:changes_w1", "eval_time": "100m",
+             "exp_samples": [{"labels": 'run:rl_training_step:changes_w1{run="r"}', "value": 5}]},
+            {"expr": "run:rl_task_reward:avg_recent", "eval_time": "100m",
+             "exp_samples": [{"labels": 'run:rl_task_reward:avg_recent{run="r"}', "value": 0.2}]},
+            # 5m holds 5 changes (both ends inclusive): baseline = the 20m before the last 5m
+            {"expr": "run:rl_task_reward:avg_baseline", "eval_time": "80m",
+             "exp_samples": [{"labels": 'run:rl_task_reward:avg_baseline{run="r"}', "value": 0.6}]},
+            {"expr": "run:rl_task_reward:avg_baseline", "eval_time": "15m", "exp_samples": []},
         ],
     })
     # Rules are evaluated every 5m (series are sampled every 1m): promtool evaluates every rule of

@@ -45,6 +45,26 @@ def sel(metric: str, extra: str = "") -> str:
     return f"{metric}{{{S}{', ' + extra if extra else ''}}}"
 
 
+# Stall panels: seconds since the step advanced, in units of max(6 min, the run's longest step of
+# the last 5h20m). 5 is exactly where RLRunStalled pages (max(30 min, 5 x the longest step)), so
+# one threshold fits 15-second and 30-minute steps, and checkpoint pauses stay below it.
+STALL_YELLOW, STALL_RED = 3, 5
+
+
+def stall_ratio(timestamp: str = "rl_training_step_timestamp_seconds") -> str:
+    age = f"time() - max by (run) ({sel(timestamp)})"
+    step = mean("rl_step_duration_seconds")
+    longest = f"clamp_min(max by (run) (max_over_time({step}[5h20m])), 360)"
+    return f"({age}) / on (run) ({longest} or on (run) (0 * ({age}) + 360))"
+
+
+# Steps per minute at any cadence: 60 / the last step's duration where logged, else the step
+# gauge's slope over an hour (a 5-minute deriv reads 0 whenever a step takes longer than 5 min).
+def steps_per_minute() -> str:
+    return (f"60 / max by (run) ({mean('rl_step_duration_seconds')} > 0) "
+            f"or on (run) max by (run) (deriv({sel('rl_training_step')}[1h]) * 60)")
+
+
 def mean(metric: str, extra: str = "") -> str:
     """The primary (mean) series of a gauge: no `stat`, training split."""
     return sel(metric, 'stat="", split=""' + (", " + extra if extra else ""))

@@ -4,8 +4,8 @@ guide, the symptom, what to check first, what to check next."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, CRITIC, ENTROPY_LOSS, GPU, NEXT_LR, RATE, REWARD_STD, ZERO_STD, mean, q, sel,
-                     text, ts)
+from .common import (ABORTED, CRITIC, ENTROPY_LOSS, GPU, NEXT_LR, RATE, REWARD_STD, ZERO_STD, STALL_RED,
+                     STALL_YELLOW, mean, q, sel, stall_ratio, text, ts)
 from .model import Dashboard, Row
 
 W = 6  # text + three panels per row
@@ -36,7 +36,8 @@ ROWS = [
            "0.05-0.30 (seed 004 section 12, heuristic); a climb past 0.3 with the reward drop "
            "means steps are too large.",
            q(mean("rl_policy_clip_ratio", 'bound=""')), unit="percentunit", min=0, max=1, width=W,
-           thresholds=[(None, "yellow"), (0.05, "green"), (0.3, "red")]),
+           # 0 is healthy on-policy (seed 002: 0 at every step with one mini-batch per step)
+           thresholds=[(None, "green"), (0.3, "yellow"), (0.5, "red")]),
     ]),
     Row("KL spikes", [
         guide("the KL jumps (e.g. 0.02 to 0.15).", "the PPO KL's trend: a ramp or a single spike?",
@@ -73,7 +74,9 @@ ROWS = [
            q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
            q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} truncated"),
            unit="percentunit", min=0, max=1, width=W,
-           thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+           # seed 002: 0.02-0.43 truncated in a healthy run; RLResponseTruncationHigh at 0.5,
+           # seed 004: 85 % at the limit means raise it
+           thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")]),
     ]),
     Row("Training is slow", [
         guide("steps take long.", "which phase of the step dominates?",
@@ -193,9 +196,9 @@ ROWS = [
               "the mean and max response length against the limit.",
               "raise max_response_length, or penalise length.", "seed 001 section 4"),
         ts("Symptom: truncated fraction", "Fraction of responses cut at the limit.",
-           "a few percent (this project's heuristic; seed 002's lab setup saw 0.02-0.43).",
+           "below half (seed 002's healthy lab run: 0.02-0.43; RLResponseTruncationHigh at 0.5).",
            q(mean("rl_response_truncated_ratio", 'subset=""')), unit="percentunit", min=0, max=1,
-           width=W, thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+           width=W, thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")]),
         ts("Check first: response length", "Mean and max response length.",
            "the max below the limit most steps.",
            q(sel("rl_response_length_tokens", 'subset="", split="", stat=~"|max"'), "{{run}} {{stat}}"),
@@ -208,10 +211,11 @@ ROWS = [
         guide("the step stops advancing.", "the age of the last step.",
               "whether the exporter still receives frames (exporter health).",
               "look at the trainer's logs: a hang in rollout or a collective.", "rl-exporter runbook"),
-        ts("Symptom: seconds since the step advanced", "time() minus the step's timestamp.",
-           "below a few step durations (this project's heuristic: 10 minutes is a stall).",
-           q(f"time() - {sel('rl_training_step_timestamp_seconds')}"), unit="s", min=0, width=W,
-           thresholds=[(None, "green"), (300, "yellow"), (600, "red")]),
+        ts("Symptom: silence in step lengths", "Seconds since the step advanced, divided by "
+           "max(6 min, the run's longest step of the last 5h20m).",
+           "below 3; 5 is where RLRunStalled pages (max(30 min, 5 x the longest step)).",
+           q(stall_ratio()), unit="none", decimals=1, min=0, width=W,
+           thresholds=[(None, "green"), (STALL_YELLOW, "yellow"), (STALL_RED, "red")]),
         ts("Check first: training step", "The latest training step.", "rising.",
            q(mean("rl_training_step")), unit="short", min=0, width=W),
         ts("Check next: frames reaching the exporter", "Frames received per second.",

@@ -1,7 +1,8 @@
 """Exporter health: is rl-exporter itself receiving, processing and exposing frames?"""
 from __future__ import annotations
 
-from .common import ERRORS, QUEUE_DROPS, RATE, SIDECAR, hist_heatmap, q, qi, sel, stat, ts
+from .common import (ERRORS, QUEUE_DROPS, RATE, SIDECAR, STALL_RED, STALL_YELLOW, hist_heatmap, q, qi, sel,
+                     stall_ratio, stat, ts)
 from .model import Dashboard, Row
 
 ROWS = [
@@ -9,11 +10,13 @@ ROWS = [
         stat("Targets up", "Scrape targets of the selected jobs that answered the last scrape.",
              "equal to the number of exporters you run.",
              qi('sum(up{job=~"$job", namespace=~"$namespace"})', "up"), unit="short", min=0, width=6),
-        stat("Seconds since the last frame", "time() minus the newest processed frame, worst run "
-             "(for a sidecar this is its source lag: how far the files it reads are behind).",
-             "below the trainer's logging interval (this project's heuristic: above 10 minutes is a stall).",
-             qi(f"max(time() - {sel('rl_exporter_last_frame_timestamp_seconds')})", "age"),
-             unit="s", min=0, width=6, thresholds=[(None, "green"), (300, "yellow"), (600, "red")]),
+        stat("Silence since the last frame (in step lengths)",
+             "time() minus the newest processed frame, divided by max(6 min, the run's longest "
+             "step of the last 5h20m), worst run (for a sidecar this is its source lag).",
+             "below 3; 5 is where RLRunStalled pages, whether a step takes 15 s or 30 min.",
+             qi(f"max({stall_ratio('rl_exporter_last_frame_timestamp_seconds')})", "age"),
+             unit="none", decimals=1, min=0, width=6,
+             thresholds=[(None, "green"), (STALL_YELLOW, "yellow"), (STALL_RED, "red")]),
         stat("Frames waiting", "Frames queued for the worker now (sum over runs).",
              "0 or a few; a persistently full queue drops frames.",
              qi(f"sum({sel('rl_exporter_queue_frames')})", "queued"), unit="short", min=0, width=6,

@@ -8,7 +8,8 @@ carry only `run`, so the `job` and `namespace` variables do not narrow them.
 """
 from __future__ import annotations
 
-from .common import ALERTS, CONSISTENCY, GPU, S, bars, q, qi, stat, table, timeline, ts
+from .common import (ALERTS, CONSISTENCY, GPU, S, STALL_RED, STALL_YELLOW, bars, q, qi, stall_ratio, stat,
+                     table, timeline, ts)
 from .model import Dashboard, Row
 
 from alerts.rules import FLEET_STATES  # code -> state of run:rl_run_state:code
@@ -52,7 +53,7 @@ def state_stat(title: str, state: str, color: str):
 COLUMNS = [  # (column, expr, gate, unit, decimals)
     ("step", f"run:rl_training_step:max{{{R}}}", None, "short", 0),
     ("steps/min", f"run:rl_training_step:deriv10m{{{R}}} * 60", None, "short", 2),
-    ("last step age", f"run:rl_training_step_timestamp_seconds:age{{{R}}}", None, "s", 0),
+    ("silence (steps)", f"max by (run) ({stall_ratio()})", None, "none", 1),
     ("train MFU", f"run:rl_mfu_ratio:max{{{R}}}", None, "percentunit", 1),
     ("tokens/s/GPU", f"run:rl_gpu_throughput_tokens_per_second:max{{{R}}}", None, "short", 0),
     ("GPUs", f"run:hw_gpus:count{{{R}}}", GPU, "short", 0),
@@ -82,11 +83,11 @@ OVERRIDES = run_links() + [
     {"matcher": {"id": "byName", "options": "state"}, "properties": [
         {"id": "custom.cellOptions", "value": {"type": "color-background"}},
         {"id": "mappings", "value": STATE_MAPPINGS}]},
-    {"matcher": {"id": "byName", "options": "last step age"}, "properties": [
+    {"matcher": {"id": "byName", "options": "silence (steps)"}, "properties": [
         {"id": "custom.cellOptions", "value": {"type": "color-background"}},
         {"id": "thresholds", "value": {"mode": "absolute", "steps": [
-            {"color": "green", "value": None}, {"color": "yellow", "value": 300},
-            {"color": "red", "value": 900}]}}]},
+            {"color": "green", "value": None}, {"color": "yellow", "value": STALL_YELLOW},
+            {"color": "red", "value": STALL_RED}]}}]},
     *[{"matcher": {"id": "byName", "options": c}, "properties": [
         {"id": "custom.cellOptions", "value": {"type": "color-background"}}, {"id": "noValue", "value": "0"},
         {"id": "thresholds", "value": {"mode": "absolute", "steps": [
@@ -100,16 +101,17 @@ RUN_INFO = f"max by (run, framework, algorithm, model) (rl_run_info{{{S}}})"
 # -------------------------------------------------------------------- top-N per diagnosis signal
 TOP = 5
 SIGNALS = [  # (title, what, expr, unit, gate)
-    ("Reward drop vs baseline", "Fall of the 10-minute mean reward below the previous hour's, "
-     "as a fraction of it (RLRewardCollapse reads the same recordings).",
-     f"(run:rl_reward:avg_over_time1h_offset10m{{{R}}} - run:rl_reward:avg_over_time10m{{{R}}})"
-     f" / abs(run:rl_reward:avg_over_time1h_offset10m{{{R}}})", "percentunit", BASELINE),
-    ("Entropy collapse", "1 - recent mean entropy / the previous hour's (RLEntropyCollapse).",
-     f"1 - run:rl_entropy:avg_over_time10m{{{R}}} / run:rl_entropy:avg_over_time1h_offset10m{{{R}}}",
+    ("Reward drop vs baseline", "Fall of the recent mean task reward (5-20 steps) below its "
+     "baseline (the 4x longer window before), as a fraction of it (RLRewardCollapse reads the "
+     "same recordings).",
+     f"(run:rl_task_reward:avg_baseline{{{R}}} - run:rl_task_reward:avg_recent{{{R}}})"
+     f" / abs(run:rl_task_reward:avg_baseline{{{R}}})", "percentunit", BASELINE),
+    ("Entropy collapse", "1 - recent mean entropy / its baseline (RLEntropyCollapse).",
+     f"1 - run:rl_entropy:avg_recent{{{R}}} / run:rl_entropy:avg_baseline{{{R}}}",
      "percentunit", BASELINE),
-    ("Gradient norm vs baseline", "Recent mean gradient norm over the previous hour's "
+    ("Gradient norm vs baseline", "Recent median gradient norm over its baseline median "
      "(RLGradNormExplosion).",
-     f"run:rl_grad_norm:avg_over_time10m{{{R}}} / run:rl_grad_norm:avg_over_time1h_offset10m{{{R}}}",
+     f"run:rl_grad_norm:median_recent{{{R}}} / run:rl_grad_norm:median_baseline{{{R}}}",
      "none", BASELINE),
     ("Policy KL", "10-minute mean PPO KL (RLPolicyKLSpike).",
      f'max by (run) (avg_over_time(rl_policy_kl{{{S}, stat="", split=""}}[10m]))', "none", None),
@@ -120,16 +122,17 @@ SIGNALS = [  # (title, what, expr, unit, gate)
      "(RLResponseTruncationHigh).",
      f'max by (run) (avg_over_time(rl_response_truncated_ratio{{{S}, stat="", split="", subset=""}}[10m]))',
      "percentunit", None),
-    ("Throughput drop vs baseline", "1 - recent tokens/s/GPU over the previous hour's "
+    ("Throughput drop vs baseline", "1 - recent tokens/s over its baseline, the worst phase "
      "(RLThroughputDrop).",
-     f"1 - run:rl_gpu_throughput_tokens_per_second:avg_over_time10m{{{R}}}"
-     f" / run:rl_gpu_throughput_tokens_per_second:avg_over_time1h_offset10m{{{R}}}", "percentunit", BASELINE),
-    ("Train/inference mismatch vs baseline", "Recent train/inference KL over the previous hour's "
+     f"max by (run) (1 - run_phase:rl_throughput:avg_recent{{{R}}}"
+     f" / run_phase:rl_throughput:avg_baseline{{{R}}})", "percentunit", BASELINE),
+    ("Train/inference mismatch vs baseline", "Recent train/inference KL over its baseline "
      "(RLTrainInferenceMismatchRising).",
-     f"run:rl_train_inference_kl:avg_over_time10m{{{R}}} / run:rl_train_inference_kl:avg_over_time1h_offset10m{{{R}}}",
+     f"run:rl_train_inference_kl:avg_recent{{{R}}} / run:rl_train_inference_kl:avg_baseline{{{R}}}",
      "none", CONSISTENCY),
-    ("Seconds since the step advanced", "Age of the last training step (RLRunStalled).",
-     f"run:rl_training_step_timestamp_seconds:age{{{R}}}", "s", None),
+    ("Silence in step lengths", "Time since the step advanced over max(6 min, the run's longest "
+     "recent step); RLRunStalled fires at 5.",
+     f"max by (run) ({stall_ratio()})", "none", None),
 ]
 
 
@@ -177,7 +180,7 @@ ROWS = [
               qi(RUN_INFO, "", format="table"),
               qi(f"max by (run) (run:rl_run_state:code{{{R}}})", "", format="table"),
               *[qi(expr, "", format="table", gate=gate) for _, expr, gate, _, _ in COLUMNS],
-              transformations=TRANSFORMS, overrides=OVERRIDES, sort_by="last step age", height=12),
+              transformations=TRANSFORMS, overrides=OVERRIDES, sort_by="silence (steps)", height=12),
         table("Firing alerts by run and severity",
               "Firing alerts per run and severity (run_severity:alerts_firing:count). Click a run "
               "for its overview or diagnosis.", "empty.",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from . import names as n
 from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, EVAL_LOSS, FLOPS, GPU, NEXT_LR, RATE,
-                     REFERENCE_KL, RUN_THROUGHPUT, SKIP_REASON, TIMER, TOTAL_LOSS, ZERO_STD,
-                     bars, hist_heatmap, mean, q, qi, sel, stat, table, timeline, ts)
+                     REFERENCE_KL, RUN_THROUGHPUT, SKIP_REASON, STALL_RED, STALL_YELLOW, TIMER, TOTAL_LOSS,
+                     ZERO_STD, bars, hist_heatmap, mean, q, qi, sel, stall_ratio, stat, steps_per_minute, table,
+                     timeline, ts)
 from .model import Dashboard, Row
 
 RATIO = dict(unit="percentunit", min=0, max=1)
@@ -49,12 +50,13 @@ ROWS = [
              "0.",
              qi('count(ALERTS{alertstate="firing", run=~"$run"}) or vector(0)', "firing"),
              unit="short", min=0, thresholds=[(None, "green"), (1, "red")], width=4, height=6),
-        stat("Last step age",
-             "Seconds since the selected run's training step last advanced (worst run shown).",
-             "below a few step durations; minutes without a step while the exporter is up means "
-             "the trainer hangs (this project's heuristic: 10 min is the stall alert's order of magnitude).",
-             qi(f"max(time() - {sel('rl_training_step_timestamp_seconds')})", "age"),
-             unit="s", min=0, thresholds=[(None, "green"), (300, "yellow"), (600, "red")],
+        stat("Last step age (in step lengths)",
+             "Seconds since the training step last advanced, divided by max(6 min, the run's "
+             "longest step of the last 5h20m) (worst run shown).",
+             "below 3; 5 is where RLRunStalled pages, whether a step takes 15 s or 30 min.",
+             qi(f"max({stall_ratio()})", "age"),
+             unit="none", decimals=1, min=0,
+             thresholds=[(None, "green"), (STALL_YELLOW, "yellow"), (STALL_RED, "red")],
              width=4, height=6),
     ]),
     Row("1. Validation: did the model get better?", [
@@ -248,7 +250,8 @@ ROWS = [
            q(f"increase({sel('rl_optimizer_nonfinite_skips_total')}[{RATE}])", "{{run}} non-finite"),
            q(f"increase({sel('rl_optimizer_zero_grad_skips_total')}[{RATE}])", "{{run}} zero grad"),
            q(mean("rl_optimizer_consecutive_nonfinite_skips"), "{{run}} non-finite in a row"),
-           unit="short", min=0, width=8, thresholds=[(None, "green"), (1, "red")]),
+           # no red threshold: zero-gradient skips are expected in GRPO (seed 000)
+           unit="short", min=0, width=8),
     ]),
     Row("8. Timing: where does the step go?", [
         ts("Step time by phase (stacked)",
@@ -279,7 +282,7 @@ ROWS = [
         ts("Steps per minute and tokens per step",
            "Training steps completed per minute (from the step gauge), and tokens processed per step.",
            "steady; a drop to 0 steps/min is a stall.",
-           q(f"deriv({sel('rl_training_step')}[5m]) * 60", "{{run}} steps/min"),
+           q(steps_per_minute(), "{{run}} steps/min"),
            q(mean("rl_step_tokens"), "{{run}} tokens/step"),
            unit="short", min=0),
         ts("Run throughput",

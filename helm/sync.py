@@ -7,7 +7,8 @@ Helm can only embed files inside the chart (`.Files.Get`), so the chart carries 
     alerts/rules.py (rl-exporter.rules.yaml) -> the same path with named threshold sentinels,
                                                 plus files/thresholds.yaml (their defaults), so
                                                 `prometheusRule.thresholds.<name>` tunes them
-    dashboards/**/*.json (not provisioning/) -> helm/rl-exporter/files/dashboards/<stem>.json  (minified)
+    dashboards/json/*.json                   -> helm/rl-exporter/files/dashboards/<stem>.json  (verbatim:
+                                                the ConfigMaps carry exactly the generated JSON)
     alerts/alertmanager/alertmanager.yml     -> helm/rl-exporter/files/alertmanager/alertmanager.yml
 
     python helm/sync.py            # write the copies, remove stale ones
@@ -41,14 +42,15 @@ class SyncError(ValueError):
     pass
 
 
-def minify(text: str, where: str) -> str:
+def validate_dashboard(text: str, where: str) -> str:
+    """The dashboard's text unchanged, once it is known to be a Grafana dashboard."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise SyncError(f"{where}: not JSON: {e}") from None
     if not isinstance(doc, dict) or "panels" not in doc and "uid" not in doc:
         raise SyncError(f"{where}: not a Grafana dashboard (no uid/panels)")
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return text
 
 
 def rule_sources(root: Path) -> list[Path]:
@@ -56,10 +58,8 @@ def rule_sources(root: Path) -> list[Path]:
 
 
 def dashboard_sources(root: Path) -> list[Path]:
-    base = root / "dashboards"
-    return sorted(p for p in base.glob("**/*.json")
-                  if "provisioning" not in p.relative_to(base).parts
-                  and "node_modules" not in p.relative_to(base).parts)
+    """The generated dashboards (python -m dashboards writes dashboards/json/): the one copy."""
+    return sorted((root / "dashboards" / "json").glob("*.json"))
 
 
 def alertmanager_source(root: Path) -> Path | None:
@@ -131,12 +131,12 @@ def plan(root: Path = ROOT) -> dict[str, str]:
         if p.stem in stems:
             raise SyncError(f"{p}: same file name as {stems[p.stem]} (one ConfigMap per name)")
         stems[p.stem] = p
-        text = minify(p.read_text(encoding="utf-8"), str(p))
+        text = validate_dashboard(p.read_text(encoding="utf-8"), str(p))
         size = len(text.encode())
         if size > CONFIGMAP_LIMIT - CONFIGMAP_MARGIN:
-            raise SyncError(f"{p}: {size} bytes minified, too large for one ConfigMap "
+            raise SyncError(f"{p}: {size} bytes, too large for one ConfigMap "
                             f"(limit {CONFIGMAP_LIMIT} bytes); split the dashboard")
-        out[f"files/dashboards/{p.stem}.json"] = text + "\n"
+        out[f"files/dashboards/{p.stem}.json"] = text
     am = alertmanager_source(root)
     if am is not None:
         text = am.read_text(encoding="utf-8")

@@ -190,6 +190,9 @@ def load_imbalance(frame, t, rng):
     mean = frame["global_seqlen/mean"]
     frame["global_seqlen/max"] = mean * 2.2
     frame["global_seqlen/minmax_diff"] = mean * 1.6
+    # even after veRL's balancing one rank keeps far more tokens (one very long sample)
+    frame["global_seqlen/balanced_max"] = mean * 1.9
+    frame["global_seqlen/balanced_min"] = mean * 0.8
     return frame
 
 
@@ -303,7 +306,8 @@ def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, 
     n_mini, mini-batches per step). (metric, value, labels) triples written straight into the
     exporter's store."""
     on = step >= onset
-    out = [("rl_config_value", 1.0 if scenario == "on-policy-clip" else 4.0, {"parameter": "n_mini"})]
+    out = [("rl_config_value", 1.0 if scenario == "on-policy-clip" else 4.0, {"parameter": "n_mini"}),
+           ("rl_config_value", 5.0, {"parameter": "max_grad_norm"})]
     for gpu in ("0", "1"):
         ident = {"gpu": gpu, "uuid": f"GPU-demo-{gpu}", "gpu_model": "NVIDIA H100 80GB HBM3"}
         used = 54.0 if not (on and scenario == "gpu-memory-full") else 78.6

@@ -1,4 +1,5 @@
-"""Start a real Prometheus server (Debian's `prometheus`) on a free loopback port."""
+"""Start a real Prometheus server (Debian's `prometheus`) on a free loopback port: the one
+launcher the integration tests share (free ports come from tests.conftest.free_port)."""
 from __future__ import annotations
 
 import json
@@ -15,12 +16,14 @@ from tests.conftest import free_port, require_binary, stop
 
 class Prometheus:
     def __init__(self, tmp: Path, targets: list[str], rule_files: list[str] = (),
-                 interval: str = "1s", alertmanager: str | None = None, extra: dict | None = None):
+                 interval: str = "1s", alertmanager: str | None = None, extra: dict | None = None,
+                 args: list[str] = (), scrape_timeout: str | None = None, log: str = "prometheus.log"):
         self.binary = require_binary("prometheus")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cfg = {
-            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "global": {"scrape_interval": interval, "evaluation_interval": interval,
+                       **({"scrape_timeout": scrape_timeout} if scrape_timeout else {})},
             "rule_files": list(rule_files),
             "scrape_configs": [{"job_name": "rl-exporter",
                                 "static_configs": [{"targets": list(targets)}]}],
@@ -30,10 +33,10 @@ class Prometheus:
         cfg.update(extra or {})
         self.config = tmp / "prometheus.yml"
         self.config.write_text(yaml.safe_dump(cfg))
-        self.log = (tmp / "prometheus.log").open("w")
+        self.log = (tmp / log).open("w")
         self.proc = subprocess.Popen(
             [self.binary, f"--config.file={self.config}", f"--storage.tsdb.path={tmp / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}"], stdout=self.log, stderr=subprocess.STDOUT)
+             f"--web.listen-address=127.0.0.1:{self.port}", *args], stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 30):

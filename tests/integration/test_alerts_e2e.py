@@ -12,7 +12,6 @@ import json
 import os
 import selectors
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,8 @@ import yaml
 from alerts.alertmanager import loopback
 from alerts.rules import alert, render
 from alerts.scenarios import EXPECTED
+from tests.conftest import free_port
+from tests.integration.prom import Prometheus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -36,10 +37,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TIME_SCALE = 1 / 120          # 1 h of alerting time = 30 s here
 STEP_INTERVAL = 0.25          # seconds per simulated step (a 30 s step, scaled)
-ONSET = 40                    # steps of healthy history before the failure (10 s)
+ONSET = 60                    # steps of healthy history before the failure (15 s): relative
+                              # rules need 20 baseline steps scraped and the run past warm-up
 # Relative rules compare with the previous hour (30 s here): a drop must outlast the baseline's
 # contamination by the new level for its `for:`, so give that scenario a full baseline first.
-ONSETS = {"throughput-drop": 120}
+# The single-token KL spike is a step change against a clean baseline: it must find 20 scraped
+# baseline steps before the spike, wherever Prometheus's first scrape lands.
+ONSETS = {"throughput-drop": 120, "kl-token-spike": 120}
 MIN_OBSERVE = 60.0            # watch at least this long (RLMFULow needs for: 1h = 30 s)
 MAX_OBSERVE = 120.0           # only reached when an expected alert is missing
 
@@ -92,12 +96,6 @@ def read_url(proc: subprocess.Popen, timeout: float, what: str) -> str:
             if not line:
                 break
     raise AssertionError(f"demo {what} printed no URL (exit {proc.poll()})")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url: str, timeout: float = 5.0):
@@ -207,21 +205,12 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
     # ---- Prometheus with the time-compressed rules
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump(render(time_scale=TIME_SCALE), sort_keys=False))
-    prom_port = free_port()
-    prom_cfg = tmp_path / "prometheus.yml"
-    prom_cfg.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "500ms", "evaluation_interval": "500ms", "scrape_timeout": "400ms"},
-        "rule_files": [str(rules)],
-        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
-        "scrape_configs": [{"job_name": "rl-exporter", "static_configs": [{"targets": sorted(targets)}]}],
-    }))
     wait_ready(f"http://127.0.0.1:{am_port}/-/ready", 30, procs[0], "alertmanager")
-    prom = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={prom_cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prom_port}", "--rules.alert.resend-delay=1s",
-         "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prom.log", "w"))
-    procs.append(prom)
-    wait_ready(f"http://127.0.0.1:{prom_port}/-/ready", 30, prom, "prometheus")
+    prom = Prometheus(tmp_path, sorted(targets), [str(rules)], interval="500ms", scrape_timeout="400ms",
+                      alertmanager=f"127.0.0.1:{am_port}", log="prom.log",
+                      args=["--rules.alert.resend-delay=1s", "--log.level=warn"])
+    procs.append(prom.proc)
+    prom_port = prom.port
     api = f"http://127.0.0.1:{prom_port}/api/v1"
 
     # ---- watch: every (run, alert) that fires at any time, until all expected fired

@@ -37,6 +37,35 @@ def test_promtool_unit_tests_every_alert_fires_and_stays_silent():
 
 
 @need_promtool
+def test_promtool_cadence_matrix():
+    """Healthy runs at 30 s, 2 min and 10 min steps fire nothing; each warning/critical pathology
+    fires after exactly its measured number of steps (alerts/tests/cadence-steps.json)."""
+    files = sorted(p.name for p in (ALERTS_DIR / "tests").glob("cadence-*.test.yaml"))
+    assert files == ["cadence-10m.test.yaml", "cadence-2m.test.yaml", "cadence-30s.test.yaml"]
+    p = subprocess.run([PROMTOOL, "test", "rules", *files], capture_output=True, text=True,
+                       cwd=ALERTS_DIR / "tests", timeout=600)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+
+
+@need_promtool
+def test_cadence_healthy_run_catches_the_nvml_only_memory_rule(tmp_path):
+    """The healthy run pre-allocates its KV cache (NVML at 96 %): the old NVML-only rule must page
+    on it, so the matrix would have caught the false page."""
+    doc = yaml.safe_load((ALERTS_DIR / "tests" / "cadence-30s.test.yaml").read_text())
+    doc["tests"] = doc["tests"][:1]
+    rules = yaml.safe_load((ALERTS_DIR / "rules" / "rl-exporter.rules.yaml").read_text())
+    for r in rules["groups"][0]["rules"]:
+        if r.get("alert") == "RLGPUMemoryNearFull":
+            r["expr"] = ("max by (run, instance, gpu) (hw_gpu_memory_usage_bytes)\n"
+                         "/ max by (run, instance, gpu) (hw_gpu_memory_limit_bytes) > 0.95")
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    doc["rule_files"] = [str(tmp_path / "rules.yaml")]
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(doc))
+    p = run(PROMTOOL, "test", "rules", str(tmp_path / "t.yaml"))
+    assert p.returncode == 1 and 'alertname="RLGPUMemoryNearFull"' in p.stdout + p.stderr, p.stdout[-2000:]
+
+
+@need_promtool
 def test_promtool_catches_a_wrong_expectation(tmp_path):
     # The harness can fail: flip one expected description and promtool must say so.
     doc = yaml.safe_load((ALERTS_DIR / "tests" / "rl-exporter.test.yaml").read_text())

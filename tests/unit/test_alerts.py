@@ -50,7 +50,51 @@ def test_unknown_metric_is_reported():
 
 def test_label_values_are_not_mistaken_for_metrics():
     assert metric_names('label_replace(rl_loss{split=""} != rl_loss, "metric", "rl_nope", "", "")') == {"rl_loss"}
-    assert "run:rl_reward:avg_over_time10m" not in metric_names("run:rl_reward:avg_over_time10m > 1")
+    assert "run:rl_reward:avg_recent" not in metric_names("run:rl_reward:avg_recent > 1")
+
+
+def test_hardware_name_typos_fail_the_check():
+    """One extractor (dashboards/promql.py) for alerts and dashboards: any name, not only rl_*."""
+    doc = {"groups": [{"name": "x", "rules": [
+        {"alert": "RLBogus", "expr": "hw_gpu_memroy_usage_bytes / hw_gpu_memory_limit_bytes > 0.9"}]}]}
+    assert check.unknown_metrics(doc) == ["RLBogus: metric hw_gpu_memroy_usage_bytes is not in the catalog"]
+    from dashboards import promql
+    assert rules.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0") == \
+        set(promql.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0"))
+
+
+def test_alert_metrics_are_derived_through_recording_rules():
+    a = rules.alert("RLRewardCollapse")
+    # the alert names only recording rules; what it reads comes from their expressions
+    assert "rl_score" not in a.expr and {"rl_score", "rl_reward", "rl_training_step"} <= set(a.metrics)
+    assert rules.alert("RLGPUMemoryNearFull").metrics == (
+        "hw_gpu_memory_limit_bytes", "hw_gpu_memory_usage_bytes", "rl_gpu_memory_peak_bytes",
+        "rl_training_step")
+
+
+def test_every_critical_states_why():
+    for a in ALERTS:
+        assert bool(a.why_critical) == (a.severity == "critical"), a.name
+
+
+def test_step_window_ladder_scales_and_gates():
+    doc = render(time_scale=0.5)
+    rec = {r["record"]: r["expr"] for g in doc["groups"] for r in g["rules"] if "record" in r}
+    assert "changes(rl_training_step[2m30s])" in rec["run:rl_training_step:changes_w1"]
+    ready = rec["run:rl_step_window:baseline_steps"]
+    assert ">= 20" in ready and "max by (run) (rl_training_step) >= 20" in ready
+    # every relative baseline exists only with enough baseline steps and past warm-up
+    for name, expr in rec.items():
+        if name.endswith("_baseline"):
+            assert expr.rstrip().endswith("and on (run) run:rl_step_window:baseline_steps"), name
+
+
+def test_cadence_matrix_covers_every_paging_and_ticket_alert():
+    from alerts import cadence
+    assert cadence.problems() == []
+    assert set(cadence.PATHOLOGIES) == {a.name for a in ALERTS if a.severity in ("critical", "warning")}
+    got = cadence.measured()
+    assert set(got) == set(cadence.CADENCES)
 
 
 def test_runbook_anchor_resolution():
@@ -60,12 +104,12 @@ def test_runbook_anchor_resolution():
 
 
 def test_threshold_for_severity_overrides():
-    doc = render({"thresholds": {"clip_ratio_high": 0.42, "short_window": "20m"},
+    doc = render({"thresholds": {"clip_ratio_high": 0.42, "step_window_1": "7m"},
                   "alerts": {"RLMFULow": {"for": "2h", "severity": "warning"},
                              "RLGPUThrottling": {"disabled": True}},
                   "runbook_base_url": "https://wiki.example/rl"})
     a = _alerts(doc)
-    assert "> 0.42" in a["RLClipFractionHigh"]["expr"] and "[20m]" in a["RLClipFractionHigh"]["expr"]
+    assert "> 0.42" in a["RLClipFractionHigh"]["expr"] and "[7m]" in a["RLClipFractionHigh"]["expr"]
     assert a["RLMFULow"]["for"] == "2h" and a["RLMFULow"]["labels"]["severity"] == "warning"
     assert "RLGPUThrottling" not in a
     assert a["RLRunStalled"]["annotations"]["runbook_url"] == "https://wiki.example/rl#rlrunstalled"
@@ -95,10 +139,11 @@ def test_bad_overrides_are_clear_errors(bad, msg):
 
 def test_time_scale_shrinks_windows_for_and_time_thresholds_only():
     a = _alerts(render(time_scale=1 / 120))
-    assert a["RLClipFractionHigh"]["for"] == "7s500ms"
-    assert "[5s]" in a["RLClipFractionHigh"]["expr"] and "> 0.3" in a["RLClipFractionHigh"]["expr"]
+    assert a["RLClipFractionHigh"]["for"] == "500ms"
+    assert "[2s500ms]" in a["RLClipFractionHigh"]["expr"] and "> 0.3" in a["RLClipFractionHigh"]["expr"]
+    assert ">= 5)" in a["RLClipFractionHigh"]["expr"]  # step counts are not time: never scaled
     stalled = a["RLRunStalled"]["expr"]
-    assert "7.5" in stalled and "[30s]" in stalled  # 900 s floor and 1h window, scaled
+    assert "15" in stalled and "[2m40s]" in stalled  # 1800 s floor and 5h20m window, scaled
     assert "0.008333333333333333 * max" in stalled  # step durations are simulated seconds: scaled too
 
 

@@ -28,12 +28,20 @@ def make_root(tmp: Path) -> Path:
     return tmp
 
 
-def test_plan_discovers_by_glob_and_minifies(tmp_path):
-    want = sync.plan(make_root(tmp_path / "r"))
+def test_plan_discovers_by_glob_and_copies_verbatim(tmp_path):
+    root = make_root(tmp_path / "r")
+    want = sync.plan(root)
     assert set(want) == {"files/rules/a.yaml", "files/dashboards/rl-x.json", "files/alertmanager/alertmanager.yml"}
     assert want["files/rules/a.yaml"] == RULES  # verbatim, {{ }} untouched
-    text = want["files/dashboards/rl-x.json"]
-    assert "\n" not in text.strip() and json.loads(text) == DASH
+    # dashboards/json is the one generated copy: the chart carries it byte for byte
+    assert want["files/dashboards/rl-x.json"] == (root / "dashboards" / "json" / "rl-x.json").read_text()
+
+
+def test_only_generated_dashboards_are_carried(tmp_path):
+    root = make_root(tmp_path / "r")
+    (root / "dashboards" / "other").mkdir()
+    (root / "dashboards" / "other" / "rl-y.json").write_text(json.dumps({**DASH, "uid": "rl-y"}))
+    assert [k for k in sync.plan(root) if k.startswith("files/dashboards/")] == ["files/dashboards/rl-x.json"]
 
 
 def test_write_then_check_then_drift(tmp_path, capsys):
@@ -61,8 +69,6 @@ def test_empty_sources_are_fine(tmp_path):
     (lambda r: (r / "alerts/rules/b.yaml").write_text("groups: nope\n"), "no 'groups' list"),
     (lambda r: (r / "alerts/rules/b.yaml").write_text("groups: [\n"), "not YAML"),
     (lambda r: (r / "dashboards/json/rl-x.json").write_text("{not json"), "not JSON"),
-    (lambda r: ((r / "dashboards/other").mkdir(), (r / "dashboards/other/rl-x.json").write_text(json.dumps(DASH))),
-     "same file name"),
     (lambda r: (r / "dashboards/json/rl-x.json").write_text(json.dumps({**DASH, "big": "x" * (1024 * 1024)})),
      "too large for one ConfigMap"),
     (lambda r: (r / "alerts/alertmanager/alertmanager.yml").write_text("receivers: []\n"), "no 'route'"),

@@ -1,0 +1,497 @@
+"""The cadence matrix: every warning/critical alert against a healthy run and its pathology at
+30 s, 2 min and 10 min steps, as promtool unit tests (alerts/tests/cadence-*.test.yaml).
+
+A run is data: HEALTHY(step, rng) gives the values a healthy GRPO run logs at a step (seed 002's
+lab ranges, seed 000/004 where 002 has none), and PATHOLOGIES[alert] edits them from the onset
+step on. The generator turns steps into scrape samples (two per step), with per-step jitter and
+a checkpoint pause every CHECKPOINT_EVERY steps; counters accumulate, rates integrate over time.
+
+Each cadence file holds:
+- one healthy run of HEALTHY_STEPS steps: no alert of any severity fires at any evaluation;
+- per alert, the healthy run with the pathology from ONSET on: the alert fires, and the number
+  of pathological steps it took (MEASURED, written by `python -m alerts cadence --measure`) is
+  asserted exactly and must be within the alert's stated budget.
+
+To add an alert's rows: add a Pathology to PATHOLOGIES (and any series it reads to HEALTHY),
+run `python -m alerts cadence --measure`, then `python -m alerts test-file`.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import random
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .rules import ALERTS, yaml_text
+
+HERE = Path(__file__).resolve().parent
+MEASURED_FILE = HERE / "tests" / "cadence-steps.json"
+CADENCES = {"30s": 30, "2m": 120, "10m": 600}
+HEALTHY_STEPS = 200
+ONSET = 60                     # first pathological step: past warm-up, baseline filled
+CHECKPOINT_EVERY = 40          # a checkpoint pause every 40 steps ...
+CHECKPOINT_PAUSE = (3, 300)    # ... of max(3 steps, 300 s)
+SAMPLES_PER_STEP = {"30s": 1, "2m": 2, "10m": 2}   # a 30 s, 1 min, 5 min scrape
+GIB = 2.0 ** 30
+LIMIT = 80 * GIB
+ALWAYS = {"rl_training_step", "rl_training_step_timestamp_seconds", "rl_step_duration_seconds", "up",
+          "rl_run_info"}
+
+
+def _u(rng, lo, hi):
+    return rng.uniform(lo, hi)
+
+
+def _logu(rng, lo, hi):
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+
+def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS) -> dict[str, float]:
+    """Values a healthy on-policy GRPO run logs at step k (1-based). Keys are series with their
+    labels less `run`; a key starting with '+' is a per-step counter increment, '~' a rate
+    (per second) integrated into a counter, '@' a value sampled per scrape (hardware)."""
+    p = k / span
+    reward = min(0.87, max(0.53, 0.6 + 0.2 * p + _u(rng, -0.08, 0.08)))   # seed 002: 0.53-0.87
+    kl = 0.001 + 0.01 * p + _u(rng, 0, 0.001)
+    v = {
+        "rl_training_step": k,
+        "rl_step_duration_seconds": 0,  # filled by the generator
+        "rl_reward": reward,
+        "rl_score": reward,
+        'rl_score{stat="max"}': 1.0,
+        'rl_score{stat="min"}': 0.0,
+        "rl_entropy": 0.9 - 0.3 * p + _u(rng, -0.05, 0.05),
+        "rl_grad_norm": _logu(rng, 0.35, 4.95),                              # seed 002
+        "rl_loss": _u(rng, -0.02, 0.02),
+        "rl_policy_loss": _u(rng, -0.02, 0.02),
+        "rl_policy_kl": _u(rng, 0.001, 0.01),                                # seed 004 healthy
+        "rl_reference_kl": kl,
+        # the per-token KL tail is heavy: kl_max/kl_mean over 100 on most steps
+        'rl_reference_kl{stat="max"}': kl * _logu(rng, 20, 400),
+        "rl_policy_clip_ratio": 0.0,                                         # seed 002: 0 at every step
+        'rl_config_value{parameter="n_mini"}': 1,
+        'rl_config_value{parameter="max_grad_norm"}': 1.0,
+        'rl_config_value{parameter="max_response_length"}': 1024,
+        "rl_response_length_tokens": _u(rng, 396, 787),                      # seed 002
+        "rl_response_truncated_ratio": _u(rng, 0.02, 0.43),                  # seed 002
+        'rl_groups{outcome="informative"}': rng.randint(14, 28),
+        'rl_groups{outcome="total"}': 32,
+        "rl_group_zero_std_ratio": _u(rng, 0.1, 0.55),
+        "rl_train_inference_logprob_abs_diff": _u(rng, 0.0136, 0.0164),      # seed 002
+        "rl_train_inference_kl": _u(rng, 0.00063, 0.00076),                  # seed 002
+        "rl_sample_staleness_steps": _u(rng, 0, 2),
+        'rl_dp_rank_tokens{stat="balanced_max"}': 124000 + _u(rng, 0, 8000),
+        'rl_dp_rank_tokens{stat="balanced_min"}': 118000 + _u(rng, 0, 8000),
+        # before balancing the split is far worse; only the balanced partition matters
+        'rl_dp_rank_tokens{stat="max"}': 260000 + _u(rng, 0, 20000),
+        'rl_dp_rank_tokens{stat="min"}': 60000 + _u(rng, 0, 8000),
+        'rl_mfu_ratio{role="actor", phase="train"}': _u(rng, 0.33, 0.45),
+        "rl_gpu_throughput_tokens_per_second": _u(rng, 900, 1300),
+        'rl_gpu_memory_peak_bytes{kind="allocated"}': 0.7 * LIMIT + _u(rng, 0, 0.03) * LIMIT,
+        'rl_turns{stat="max"}': rng.randint(5, 9),
+        "rl_turns": _u(rng, 2.5, 3.5),
+        "rl_value_explained_variance": min(0.8, -0.5 + 0.03 * k) + _u(rng, -0.05, 0.05),
+        "rl_preference_accuracy_ratio": min(0.92, 0.6 + 0.4 * p) + _u(rng, -0.03, 0.03),
+        "rl_preference_reward_margin": 0.5 + 1.5 * p + _u(rng, -0.1, 0.1),
+        "rl_validation_loss": 0.8 - 0.4 * p + _u(rng, -0.001, 0.001),
+        "rl_optimizer_consecutive_nonfinite_skips": 0,
+        "+rl_optimizer_nonfinite_skips_total": 0,
+        # seed 000: zero-gradient skips are expected in GRPO when every group of a batch ties
+        "+rl_optimizer_zero_grad_skips_total": 1 if rng.random() < 0.08 else 0,
+        '~hw_gpu_clock_event_seconds_total{reason="thermal"}': _u(rng, 0, 0.03),
+        '~hw_gpu_clock_event_seconds_total{reason="power"}': _u(rng, 0.3, 0.9),  # at its cap: normal
+        # the rollout engine pre-allocates its KV cache: NVML usage ~96 % all run long
+        "@hw_gpu_memory_usage_bytes": 0.96 * LIMIT,
+        "@hw_gpu_memory_limit_bytes": LIMIT,
+        '@hw_gpu_clock_event_active{reason="software_power_cap"}': 1,
+        '@hw_gpu_clock_event_active{reason="hardware_thermal_slowdown"}': 0,
+    }
+    for layer, level in (("0", 2.2), ("1", 3.1), ("2", 2.6), ("3", 3.8)):    # 64-128 experts
+        v[f'rl_moe_load_imbalance_ratio{{layer="{layer}"}}'] = level * _u(rng, 0.9, 1.1)
+    if k % 20 == 0:                                                          # validation every 20 steps
+        v['rl_validation_score{data_source="gsm8k", tier="core"}'] = 0.3 + 0.4 * p + _u(rng, -0.02, 0.02)
+    # a lone non-finite loss and grad norm that the guard skipped: must not page
+    if k % 1000 == 150:
+        v["rl_policy_loss"] = math.nan
+        v["rl_grad_norm"] = math.inf
+        v["+rl_optimizer_nonfinite_skips_total"] = 1
+        v["rl_optimizer_consecutive_nonfinite_skips"] = 1
+    return v
+
+
+@dataclass
+class Pathology:
+    """Edits a healthy step from the onset (i = 0, 1, ...). `budget`: the most pathological
+    steps (or, with stop/down, step-times) the alert may take to fire, per cadence."""
+    edit: Callable[[dict, int, random.Random], None] | None
+    budget: dict[str, int]
+    stop: bool = False        # the trainer stops stepping (the exporter stays up)
+    down: bool = False        # the exporter's target goes down
+    note: str = ""
+
+
+def _set(**kw):
+    def edit(v, i, rng):
+        for k, f in kw.items():
+            key = k.replace("__", "")
+            v[_KEYS.get(k, key)] = f(v, i, rng) if callable(f) else f
+    return edit
+
+
+_KEYS = {"kl_max": 'rl_reference_kl{stat="max"}', "informative": 'rl_groups{outcome="informative"}',
+         "score_max": 'rl_score{stat="max"}', "layer2": 'rl_moe_load_imbalance_ratio{layer="2"}',
+         "peak": 'rl_gpu_memory_peak_bytes{kind="allocated"}', "usage": "@hw_gpu_memory_usage_bytes",
+         "thermal": '~hw_gpu_clock_event_seconds_total{reason="thermal"}', "turns_max": 'rl_turns{stat="max"}',
+         "zero_grad": "+rl_optimizer_zero_grad_skips_total", "skips": "+rl_optimizer_nonfinite_skips_total",
+         "consecutive": "rl_optimizer_consecutive_nonfinite_skips"}
+
+
+def _nan_loss(v, i, rng):
+    v["rl_policy_loss"] = v["rl_loss"] = v["rl_grad_norm"] = math.nan
+    v["+rl_optimizer_nonfinite_skips_total"] = 1
+    v["rl_optimizer_consecutive_nonfinite_skips"] = i + 1
+
+
+def _validation_drop(v, i, rng):
+    key = 'rl_validation_score{data_source="gsm8k", tier="core"}'
+    if key in v:
+        v[key] = 0.45 - 0.04 * (i // 20 + 1)
+
+
+PATHOLOGIES: dict[str, Pathology] = {
+    "RLRunStalled": Pathology(None, {"30s": 93, "2m": 32, "10m": 21}, stop=True,
+                              note="step-times after the last step"),
+    "RLExporterDown": Pathology(None, {"30s": 15, "2m": 6, "10m": 4}, down=True,
+                                note="step-times after the target went down"),
+    "RLNonFiniteLoss": Pathology(_nan_loss, {"30s": 17, "2m": 7, "10m": 13}),
+    "RLOptimizerNonFiniteSkips": Pathology(_nan_loss, {"30s": 10, "2m": 8, "10m": 8}),
+    "RLNonFiniteGradSkipped": Pathology(
+        _set(rl_grad_norm=lambda v, i, r: math.inf if i % 3 == 0 else v["rl_grad_norm"],
+             skips=lambda v, i, r: 1 if i % 3 == 0 else 0), {"30s": 8, "2m": 7, "10m": 7}),
+    "RLRewardCollapse": Pathology(_set(rl_reward=lambda v, i, r: _u(r, 0.05, 0.15),
+                                       rl_score=lambda v, i, r: _u(r, 0.05, 0.15)),
+                                  {"30s": 10, "2m": 8, "10m": 7}),
+    "RLEntropyCollapse": Pathology(_set(rl_entropy=lambda v, i, r: _u(r, 0.02, 0.08)),
+                                   {"30s": 12, "2m": 12, "10m": 10}),
+    "RLPolicyKLSpike": Pathology(_set(rl_policy_kl=lambda v, i, r: _u(r, 0.08, 0.12)),
+                                 {"30s": 11, "2m": 10, "10m": 8}),
+    "RLReferenceKLRunaway": Pathology(_set(rl_reference_kl=lambda v, i, r: _u(r, 0.15, 0.25),
+                                           kl_max=lambda v, i, r: _u(r, 2, 6)),
+                                      {"30s": 5, "2m": 5, "10m": 5}),
+    "RLKLSingleTokenDominates": Pathology(_set(kl_max=lambda v, i, r: _u(r, 15, 25),
+                                               rl_grad_norm=lambda v, i, r: _u(r, 8, 12)),
+                                          {"30s": 5, "2m": 4, "10m": 4}),
+    "RLClipFractionHigh": Pathology(_set(rl_policy_clip_ratio=lambda v, i, r: _u(r, 0.4, 0.5)),
+                                    {"30s": 13, "2m": 12, "10m": 11}),
+    "RLClipFractionNonZeroOnPolicy": Pathology(_set(rl_policy_clip_ratio=lambda v, i, r: _u(r, 0.01, 0.03)),
+                                               {"30s": 5, "2m": 4, "10m": 4}),
+    "RLGradNormExplosion": Pathology(_set(rl_grad_norm=lambda v, i, r: _u(r, 40, 120)),
+                                     {"30s": 11, "2m": 10, "10m": 8}),
+    "RLGradNormZero": Pathology(_set(rl_grad_norm=0.0, zero_grad=1), {"30s": 15, "2m": 13, "10m": 12}),
+    "RLNoInformativeGroups": Pathology(_set(informative=lambda v, i, r: r.randint(0, 2),
+                                            rl_group_zero_std_ratio=lambda v, i, r: _u(r, 0.94, 1.0)),
+                                       {"30s": 16, "2m": 15, "10m": 12}),
+    "RLResponseTruncationHigh": Pathology(_set(rl_response_truncated_ratio=lambda v, i, r: _u(r, 0.7, 0.9),
+                                               rl_response_length_tokens=lambda v, i, r: _u(r, 950, 1010)),
+                                          {"30s": 10, "2m": 10, "10m": 8}),
+    "RLLengthFallingRewardRising": Pathology(
+        _set(rl_response_length_tokens=lambda v, i, r: _u(r, 150, 250),
+             rl_reward=lambda v, i, r: min(0.99, v["rl_reward"] + 0.2),
+             rl_score=lambda v, i, r: min(0.99, v["rl_score"] + 0.2)), {"30s": 8, "2m": 7, "10m": 6}),
+    "RLValidationRegressing": Pathology(_validation_drop, {"30s": 56, "2m": 55, "10m": 55}),
+    "RLCriticNotLearning": Pathology(_set(rl_value_explained_variance=lambda v, i, r: _u(r, -0.4, -0.2)),
+                                     {"30s": 17, "2m": 16, "10m": 13}),
+    "RLPreferenceOverfit": Pathology(_set(rl_preference_accuracy_ratio=lambda v, i, r: _u(r, 0.99, 1.0),
+                                          rl_validation_loss=lambda v, i, r: 0.69 + _u(r, 0, 0.002)),
+                                     {"30s": 17, "2m": 16, "10m": 13}),
+    "RLRewardModelMarginCollapse": Pathology(_set(rl_preference_reward_margin=lambda v, i, r: _u(r, 0.05, 0.15)),
+                                             {"30s": 16, "2m": 15, "10m": 12}),
+    "RLTrainInferenceMismatchRising": Pathology(
+        _set(rl_train_inference_logprob_abs_diff=lambda v, i, r: _u(r, 0.05, 0.07)),
+        {"30s": 8, "2m": 7, "10m": 7}),
+    "RLSampleStalenessHigh": Pathology(_set(rl_sample_staleness_steps=lambda v, i, r: _u(r, 6, 8)),
+                                       {"30s": 11, "2m": 11, "10m": 8}),
+    "RLMoEExpertImbalance": Pathology(_set(layer2=lambda v, i, r: _u(r, 5.5, 6.5)), {"30s": 8, "2m": 8, "10m": 7}),
+    "RLThroughputDrop": Pathology(_set(rl_gpu_throughput_tokens_per_second=lambda v, i, r: _u(r, 250, 350)),
+                                  {"30s": 12, "2m": 12, "10m": 11}),
+    "RLGPUMemoryNearFull": Pathology(_set(peak=0.97 * LIMIT, usage=0.996 * LIMIT), {"30s": 5, "2m": 4, "10m": 4}),
+    "RLGPUThrottling": Pathology(_set(thermal=lambda v, i, r: _u(r, 0.4, 0.6)), {"30s": 25, "2m": 8, "10m": 4}),
+    "RLMultiTurnRunaway": Pathology(_set(turns_max=lambda v, i, r: r.randint(30, 40)), {"30s": 5, "2m": 4, "10m": 4}),
+}
+
+
+# ------------------------------------------------------------------ series
+def _cadence(step_s: int) -> str:
+    return next(c for c, s in CADENCES.items() if s == step_s)
+
+
+def _key(name: str) -> tuple[str, str]:
+    """'+rl_x{a="b"}' -> ('rl_x', 'a="b"') (prefix dropped)."""
+    m = re.fullmatch(r"[+~@]?([a-zA-Z_:][\w:]*)(?:\{(.*)\})?", name)
+    return m.group(1), m.group(2) or ""
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "_"
+    if isinstance(x, float) and math.isnan(x):
+        return "NaN"
+    if isinstance(x, float) and math.isinf(x):
+        return "Inf" if x > 0 else "-Inf"
+    return f"{x:.6g}"
+
+
+@dataclass
+class Run:
+    step_s: int
+    alert: str | None = None
+    steps: int = HEALTHY_STEPS
+    seed: int = 7
+    span: int = HEALTHY_STEPS      # the healthy run's trends (reward up, entropy down) span this
+    series: dict[str, list] = field(default_factory=dict)
+
+    def build(self) -> "Run":
+        pat = PATHOLOGIES.get(self.alert) if self.alert else None
+        last = ONSET - 1 if pat and (pat.stop or pat.down) else self.steps
+        ends, t, durations = [], 0.0, []
+        for k in range(1, self.steps + 1):
+            d = self.step_s * random.Random(self.seed * 7919 + k).uniform(0.9, 1.1)
+            if k % CHECKPOINT_EVERY == 0:
+                d += max(CHECKPOINT_PAUSE[0] * self.step_s, CHECKPOINT_PAUSE[1])
+            t += d
+            ends.append(t)
+            durations.append(d)
+        self.ends = ends
+        dt = self.step_s / SAMPLES_PER_STEP[_cadence(self.step_s)]
+        self.dt = dt
+        n = int(ends[-1] / dt) + 2
+        values = []
+        for k in range(1, last + 1):
+            rng = random.Random(self.seed * 104729 + k)
+            v = healthy(k, rng, self.span)
+            v["rl_step_duration_seconds"] = durations[k - 1]
+            if pat and pat.edit and k >= ONSET:
+                pat.edit(v, k - ONSET, random.Random(self.seed * 15485863 + k))
+            values.append(v)
+        keys = sorted({key for v in values for key in v})
+        cum: dict[str, list[float]] = {}     # counters: running sums per step
+        for key in [k_ for k_ in keys if k_.startswith("+")] + ["!rl_grad_norm", "!rl_policy_loss", "!rl_loss"]:
+            acc, run_ = 0.0, [0.0]
+            for v in values:
+                if key.startswith("!"):
+                    acc += 0 if math.isfinite(v.get(key[1:], 0.0)) else 1
+                else:
+                    acc += v.get(key, 0)
+                run_.append(acc)
+            cum[key] = run_
+        series = {key: [] for key in keys}
+        series["rl_training_step_timestamp_seconds"] = []
+        counters: dict[str, float] = {}
+        nonfinite: dict[str, float] = {}
+        held: dict[str, float] = {}
+        for j in range(n):
+            ts = j * dt
+            k = min(bisect.bisect_right(ends, ts), last)   # steps completed at this scrape
+            gone = pat is not None and pat.down and k >= last and ts >= ends[last - 1]
+            for key in keys:
+                if k == 0 or gone:
+                    series[key].append(None)
+                elif key.startswith("~"):
+                    counters[key] = counters.get(key, 0.0) + values[k - 1].get(key, 0.0) * dt
+                    series[key].append(counters[key])
+                elif key.startswith("+"):
+                    series[key].append(cum[key][k])
+                else:
+                    if key in values[k - 1]:
+                        held[key] = values[k - 1][key]
+                    series[key].append(held.get(key))
+            series["rl_training_step_timestamp_seconds"].append(None if k == 0 or gone else ends[k - 1])
+            # the exporter counts NaN/Inf values it receives, per metric; the series appears at the first
+            for m in ("rl_grad_norm", "rl_policy_loss", "rl_loss"):
+                c = cum["!" + m][k]
+                key = f'@rl_exporter_nonfinite_values_total{{metric="{m}"}}'
+                if c or key in nonfinite:
+                    nonfinite[key] = c
+                series.setdefault(key, [None] * j).append(None if gone else nonfinite.get(key))
+            series.setdefault("up", []).append(0 if gone else 1)
+            series.setdefault("rl_run_info", []).append(None if gone else 1)
+        self.series = series
+        self.n = n
+        return self
+
+    def input_series(self, run: str = "r", only: set | None = None) -> list[dict]:
+        """promtool input series; `only`: metric names to keep (a pathology run needs only what its
+        alert reads, which keeps promtool fast)."""
+        out = []
+        job = f'job="rl-exporter", instance="{run}:9464"'
+        for key, vals in self.series.items():
+            name, labels = _key(key)
+            if name == "up":
+                sel = f"up{{{job}}}"
+            elif name == "rl_run_info":
+                sel = f'rl_run_info{{{job}, run="{run}", framework="verl"}}'
+            else:
+                sel = f'{name}{{run="{run}"{", " + labels if labels else ""}}}'
+            if all(x is None for x in vals) or (only is not None and name not in only):
+                continue
+            out.append({"series": sel, "values": " ".join(_fmt(x) for x in vals)})
+        return out
+
+
+# ------------------------------------------------------------------ promtool files
+def _dur(seconds: float) -> str:
+    from .rules import duration
+    return duration(seconds)
+
+
+def alert_names(severities=("critical", "warning")) -> list[str]:
+    return [a.name for a in ALERTS if a.severity in severities]
+
+
+def _measure_expr(alert: str, run: Run, pat: Pathology, end: str, res: str) -> str:
+    fired = f'max by (run) (ALERTS{{alertname="{alert}", alertstate="firing", run="{alert}"}})'
+    if pat.stop or pat.down:
+        t0 = run.ends[ONSET - 2]
+        return f"ceil((min_over_time(timestamp({fired})[{end}:{res}]) - {t0:g}) / {run.step_s})"
+    return (f'min_over_time((max by (run) (rl_training_step{{run="{alert}"}}) and on (run) {fired})'
+            f"[{end}:{res}]) - {ONSET - 1}")
+
+
+def measured() -> dict:
+    return json.loads(MEASURED_FILE.read_text()) if MEASURED_FILE.exists() else {}
+
+
+def render_cadence(cadence: str, got: dict | None = None) -> str:
+    step_s = CADENCES[cadence]
+    got = measured() if got is None else got
+    h = Run(step_s).build()
+    end = _dur(h.n * h.dt)
+    res = _dur(h.dt)
+    healthy_test = {
+        "name": f"cadence {cadence}: a healthy run of {HEALTHY_STEPS} steps fires nothing",
+        "interval": res, "input_series": h.input_series("healthy"),
+        "promql_expr_test": [{
+            "expr": f'max by (alertname) (max_over_time(ALERTS{{alertstate="firing"}}[{end}]))',
+            "eval_time": end, "exp_samples": []}]}
+    # The pathology runs side by side in one group (run labels keep them apart; every rule
+    # aggregates by run): promtool evaluates the whole rule file at each tick of each group, so
+    # one group costs a fraction of one group per alert.
+    runs = {name: Run(step_s, name, steps=ONSET + PATHOLOGIES[name].budget[cadence] + 4).build()
+            for name in alert_names()}
+    last = max(r.n * r.dt for r in runs.values())
+    pend = _dur(last)
+    series, checks = [], []
+    for name, run in runs.items():
+        value = got.get(cadence, {}).get(name, -1)
+        reads = set(next(a for a in ALERTS if a.name == name).metrics) | ALWAYS
+        series += run.input_series(name, reads)
+        checks.append({"expr": _measure_expr(name, run, PATHOLOGIES[name], pend, res), "eval_time": pend,
+                       "exp_samples": [{"labels": f'{{run="{name}"}}', "value": value}]})
+    tests = [healthy_test,
+             {"name": f"cadence {cadence}: each pathology fires its alert within its budget of steps",
+              "interval": res, "input_series": series, "promql_expr_test": checks}]
+    doc = {"rule_files": ["../rules/rl-exporter.rules.yaml"], "evaluation_interval": _dur(step_s),
+           "tests": tests}
+    return yaml_text(doc).replace("# Generated by `python -m alerts render` from alerts/rules.py",
+                                  "# Generated by `python -m alerts test-file` from alerts/cadence.py")
+
+
+def render_long_healthy(cadence: str, steps: int = 1000, seed: int = 11) -> str:
+    """One healthy run of `steps` steps (not in CI: about 5x the matrix's healthy group)."""
+    h = Run(CADENCES[cadence], steps=steps, seed=seed, span=steps).build()
+    end = _dur(h.n * h.dt)
+    doc = {"rule_files": ["../rules/rl-exporter.rules.yaml"], "evaluation_interval": _dur(h.step_s),
+           "tests": [{"name": f"long healthy run: {steps} steps at {cadence}", "interval": _dur(h.dt),
+                      "input_series": h.input_series("healthy"),
+                      "promql_expr_test": [{
+                          "expr": f'max by (alertname) (max_over_time(ALERTS{{alertstate="firing"}}[{end}]))',
+                          "eval_time": end, "exp_samples": []}]}]}
+    return yaml_text(doc)
+
+
+def run_long(steps: int, promtool: str = "promtool") -> int:
+    import tempfile
+    import time
+    bad = 0
+    for cadence in CADENCES:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "rules").mkdir()
+            (Path(tmp) / "tests").mkdir()
+            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
+                (HERE / "rules" / "rl-exporter.rules.yaml").read_text())
+            f = Path(tmp) / "tests" / "long.yaml"
+            f.write_text(render_long_healthy(cadence, steps))
+            t0 = time.monotonic()
+            p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
+            fired = sorted(set(re.findall(r'alertname="(\w+)"', p.stdout + p.stderr)))
+            print(f"{cadence}: {steps} healthy steps, alerts fired: {fired or 'none'} "
+                  f"({time.monotonic() - t0:.0f} s)")
+            bad += p.returncode != 0
+    return 1 if bad else 0
+
+
+def cadence_file(cadence: str) -> Path:
+    return HERE / "tests" / f"cadence-{cadence}.test.yaml"
+
+
+def measure(promtool: str = "promtool") -> dict:
+    """Run each cadence file with placeholder expectations and read the steps-to-fire promtool
+    reports (and the alerts a healthy run fires, which must be none)."""
+    import tempfile
+    out: dict = {}
+    for cadence in CADENCES:
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp) / "tests"
+            d.mkdir()
+            (Path(tmp) / "rules").mkdir()
+            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
+                (HERE / "rules" / "rl-exporter.rules.yaml").read_text())
+            f = d / f"cadence-{cadence}.test.yaml"
+            f.write_text(render_cadence(cadence, {cadence: {n: -1 for n in alert_names()}}))
+            p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
+            text = p.stdout + p.stderr
+        res = {}
+        for m in re.finditer(r'exp: \{run="(\w+)"\} \S+\s+got: (nil|\{run="\w+"\} (\S+))', text):
+            res[m.group(1)] = None if m.group(2) == "nil" else int(round(float(m.group(3))))
+        m = re.search(r"exp: nil\s+got: (.*?)\n\s*\n", text, re.S)
+        res["_healthy_fired"] = sorted(set(re.findall(r'alertname="(\w+)"', m.group(1)))) if m else []
+        out[cadence] = res
+    return out
+
+
+def problems() -> list[str]:
+    """Measured steps within budget; every warning/critical alert has a pathology."""
+    out = []
+    got = measured()
+    for name in alert_names():
+        if name not in PATHOLOGIES:
+            out.append(f"{name}: no Pathology in alerts/cadence.py (the cadence matrix needs one)")
+            continue
+        for cadence in CADENCES:
+            v = got.get(cadence, {}).get(name)
+            b = PATHOLOGIES[name].budget[cadence]
+            if v is None or v < 1 or v > b:
+                out.append(f"{name} at {cadence}: fires after {v} steps, budget {b} "
+                           "(run `python -m alerts cadence --measure`)")
+    for name in PATHOLOGIES:
+        if name not in alert_names():
+            out.append(f"{name}: pathology for an unknown or info alert")
+    return out
+
+
+def table() -> str:
+    got = measured()
+    rows = ["| Alert | Severity | " + " | ".join(f"{c} steps: fires after (budget)" for c in CADENCES) + " |",
+            "|---|---|" + "---|" * len(CADENCES)]
+    sev = {a.name: a.severity for a in ALERTS}
+    for name in alert_names():
+        pat = PATHOLOGIES.get(name)
+        unit = " step-times" if pat and (pat.stop or pat.down) else ""
+        cells = [f"{got.get(c, {}).get(name, '?')} ({pat.budget[c] if pat else '?'}){unit}" for c in CADENCES]
+        rows.append(f"| {name} | {sev[name]} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)

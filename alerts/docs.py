@@ -1,0 +1,49 @@
+"""Generated blocks of docs/alerts.md (alert table, why each critical pages, cadence table).
+
+    python -m alerts docs        # rewrite the blocks between <!-- name:start --> and <!-- name:end -->
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .rules import ALERTS, duration
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "alerts.md"
+
+
+def alerts_table() -> str:
+    rows = ["| Alert | Severity | for | Reads (derived from the expression and its recording rules) |",
+            "|---|---|---|---|"]
+    for a in ALERTS:
+        reads = ", ".join(f"`{m}`" for m in a.metrics)
+        rows.append(f"| [{a.name}](../alerts/runbook.md#{a.name.lower()}) | {a.severity} | "
+                    f"{duration(a.for_.seconds)} | {reads} |")
+    return "\n".join(rows)
+
+
+def criticals() -> str:
+    return "\n".join(f"- **{a.name}**: {a.why_critical}" for a in ALERTS if a.severity == "critical")
+
+
+def blocks() -> dict[str, str]:
+    from .cadence import table
+    return {"alerts-table": alerts_table(), "criticals": criticals(), "cadence-table": table()}
+
+
+def render(text: str) -> str:
+    for name, body in blocks().items():
+        pat = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
+        if not pat.search(text):
+            raise ValueError(f"docs/alerts.md has no <!-- {name}:start/end --> block")
+        text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+    return text
+
+
+def problems() -> list[str]:
+    text = DOC.read_text()
+    try:
+        want = render(text)
+    except ValueError as e:
+        return [str(e)]
+    return [] if want == text else ["docs/alerts.md tables differ from the rules; run `python -m alerts docs`"]
