@@ -10,7 +10,7 @@ HERE = Path(__file__).resolve().parent
 RULES_FILE = HERE / "rules" / "rl-exporter.rules.yaml"
 TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
 RUNBOOK = HERE / "runbook.md"
-PROMETHEUS_NAMES = {"up"}  # series Prometheus itself writes
+PROMETHEUS_NAMES = {"up", "ALERTS"}  # series Prometheus itself writes
 
 
 def github_anchor(heading: str) -> str:

@@ -256,8 +256,8 @@ def _recordings() -> list[Recording]:
         *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),
         Recording("run:rl_grad_norm:max_baseline",
                   _ladder(_over("max_over_time", "rl_grad_norm", baseline=True)) + f"\nand on (run) {READY}"),
-        # veRL logs the reference KL as actor/kl_loss (rl_kl_loss), slime as kl_loss
-        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY), ("rl_kl_loss", PRIMARY)]),
+        # one name for the KL to the reference (veRL actor/kl_loss, slime kl_loss, TRL kl)
+        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY)]),
         Recording("run:rl_reference_kl_max:avg_baseline",
                   _ladder(_over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
                   + f"\nand on (run) {READY}"),
@@ -499,13 +499,13 @@ ALERTS: list[Alert] = [
           "(\n"
           + _recent("avg_over_time", "rl_groups", '{{outcome="informative", split=""}}')
           + "\n/ on (run)\n" + _recent("avg_over_time", "rl_groups", '{{outcome="total", split=""}}')
-          + "\n  unless on (run) max by (run) (rl_dynamic_sampling or rl_dynamic_filter_pass_ratio "
-            "or rl_filter_groups)\n"
+          + "\n  unless on (run) max by (run) (rl_dynamic_sampling_refill_rounds or "
+            "rl_dynamic_filter_pass_ratio or rl_dynamic_filter_dropped)\n"
           "or\n  1 - " + _recent("avg_over_time", "rl_group_zero_std_ratio") + "\n"
           "or\n  1 - " + _ladder('sum by (run) (avg_over_time(rl_group_outcome_ratio{{outcome=~"all_zero|all_one", '
                                  'split=""}}[{W}]))') + "\n"
-          "or\n  1 - " + _ladder('avg by (run) (avg_over_time(rl_ppo_diagnostic{{quantity="advantage_zero_fraction", '
-                                 'role="actor", split=""}}[{W}]))') + "\n"
+          "or\n  1 - " + _ladder('avg by (run) (avg_over_time(rl_advantage_sign_ratio{{sign="zero", stat="", '
+                                 'split=""}}[{W}]))') + "\n"
           ") < {informative_groups_min_ratio}\n"
           "or\n" + _recent("avg_over_time", "rl_dynamic_filter_pass_ratio") + " < {dynamic_filter_pass_min_ratio}\n"
           "or\n(\n" + _recent("max_over_time", "rl_score", '{{stat="max", split=""}}')

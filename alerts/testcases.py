@@ -161,9 +161,9 @@ CASES: dict[str, dict] = {
                 s("rl_group_outcome_ratio", "0.2x40", outcome="all_one")], silent_at="30m"),
     "RLNoInformativeGroups (AReaL zero-advantage tokens)": dict(
         alert="RLNoInformativeGroups",
-        fire=[s("rl_ppo_diagnostic", "0.2x10 0.95x30", quantity="advantage_zero_fraction", role="actor")],
+        fire=[s("rl_advantage_sign_ratio", "0.2x10 0.95x30", sign="zero")],
         at="30m", desc='Run r: only 5% of GRPO groups (or draws kept by dynamic sampling) are informative.',
-        silent=[s("rl_ppo_diagnostic", "0.4x40", quantity="advantage_zero_fraction", role="actor")],
+        silent=[s("rl_advantage_sign_ratio", "0.4x40", sign="zero")],
         silent_at="30m"),
     "RLMultiTurnRunaway (AReaL logs the mean only)": dict(
         alert="RLMultiTurnRunaway",
@@ -171,8 +171,8 @@ CASES: dict[str, dict] = {
         silent=[s("rl_turns", "3x100")], silent_at="90m"),
     "RLReferenceKLRunaway (veRL actor/kl_loss)": dict(
         alert="RLReferenceKLRunaway",
-        fire=[s("rl_kl_loss", "0.005x80 0.1+0.1x20")], at="90m", desc='Run r: mean KL to the reference is 0.7500, several times its baseline over the preceding steps.',
-        silent=[s("rl_kl_loss", "0.005+0.0002x100")], silent_at="90m"),
+        fire=[s("rl_reference_kl", "0.005x80 0.1+0.1x20")], at="90m", desc='Run r: mean KL to the reference is 0.7500, several times its baseline over the preceding steps.',
+        silent=[s("rl_reference_kl", "0.005+0.0002x100")], silent_at="90m"),
     "RLThroughputDrop (slime rollout phase)": dict(
         alert="RLThroughputDrop",
         fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20", phase="rollout")], at="90m",
