@@ -77,9 +77,15 @@ CONFIG: dict[str, object] = {
     # ---- KL
     # seed 004 section 1.3: ppo_kl 0.001-0.01 healthy, 0.01-0.05 large, > 0.05 unstable.
     "policy_kl_high": 0.05,
-    # Reference KL runaway: recent mean this many times its baseline (no range established).
+    # Reference KL runaway. seed 004 section 1.6: actor/kl_loss 0.001-0.1 is normal. Relative:
+    # the recent mean this many times its baseline, above the top of that range, and only once
+    # the baseline itself is off the floor: every run starts at KL 0 (the policy is the
+    # reference), so its first departure multiplies KL many times (a real healthy TRL GRPO run
+    # went 0.01 -> 0.2 over steps 30-45). Absolute: a recent mean 10x the top of the range.
     "reference_kl_runaway_factor": 5,
-    "reference_kl_min": 0.01,
+    "reference_kl_min": 0.1,
+    "reference_kl_baseline_min": 0.02,
+    "reference_kl_high": 1.0,
     # seed 000 train/kl_max: "orders of magnitude above kl_mean together with a grad_norm
     # jump". The per-token KL tail is heavy, so kl_max/kl_mean > 100 alone is common: the
     # step's kl_max must also jump kl_max_jump_factor x above its own baseline and the grad
@@ -450,12 +456,15 @@ ALERTS: list[Alert] = [
           Dur(60), "KL between the sampling and the updated policy is far above its healthy range.",
           f"Run {R}: mean PPO KL (ppo_kl) is {{{{ printf \"%.4f\" $value }}}} over the recent steps."),
     Alert("RLReferenceKLRunaway", "warning",
-          "run:rl_reference_kl:avg_recent\n"
-          "> {reference_kl_runaway_factor} * run:rl_reference_kl:avg_baseline\n"
-          "and run:rl_reference_kl:avg_recent > {reference_kl_min}",
+          "(\n"
+          "  run:rl_reference_kl:avg_recent\n"
+          "  > {reference_kl_runaway_factor} * (run:rl_reference_kl:avg_baseline > {reference_kl_baseline_min})\n"
+          "  and run:rl_reference_kl:avg_recent > {reference_kl_min}\n"
+          ")\nor\n"
+          "(run:rl_reference_kl:avg_recent > {reference_kl_high} and on (run) " + READY + ")",
           Dur(60), "KL to the reference policy is running away from its recent level.",
-          f"Run {R}: mean KL to the reference is {{{{ printf \"%.4f\" $value }}}}, several "
-          "times its baseline over the preceding steps."),
+          f"Run {R}: mean KL to the reference is {{{{ printf \"%.4f\" $value }}}}: several "
+          "times its baseline over the preceding steps, or far above the healthy range."),
     Alert("RLKLSingleTokenDominates", "warning",
           'max by (run) (rl_reference_kl{{stat="max", split=""}})\n'
           '/ max by (run) (rl_reference_kl{{stat="", split=""}}) > {kl_max_over_mean}\n'

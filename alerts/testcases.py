@@ -169,10 +169,20 @@ CASES: dict[str, dict] = {
         alert="RLMultiTurnRunaway",
         fire=[s("rl_turns", "3x80 30x20")], at="90m", desc='Run r: a rollout took 30 turns, several times the recent level.',
         silent=[s("rl_turns", "3x100")], silent_at="90m"),
-    "RLReferenceKLRunaway (veRL actor/kl_loss)": dict(
+    # seed 001: "KL should grow slowly and steadily; a sudden jump (e.g. 0.02 -> 0.15) is a sharp
+    # turn". The first departure from KL 0 (a real healthy TRL run: 0.01 -> 0.2) is not one.
+    "RLReferenceKLRunaway (a sharp turn from an established level)": dict(
         alert="RLReferenceKLRunaway",
-        fire=[s("rl_reference_kl", "0.005x80 0.1+0.1x20")], at="90m", desc='Run r: mean KL to the reference is 0.7500, several times its baseline over the preceding steps.',
-        silent=[s("rl_reference_kl", "0.005+0.0002x100")], silent_at="90m"),
+        fire=[s("rl_reference_kl", "0.025x80 0.15+0.05x20")], at="90m",
+        desc="Run r: mean KL to the reference is 0.4750: several times its baseline over the preceding "
+             "steps, or far above the healthy range.",
+        silent=[s("rl_reference_kl", "0.002x80 0.15+0.002x20")], silent_at="90m"),
+    "RLReferenceKLRunaway (far above the healthy range from the start)": dict(
+        alert="RLReferenceKLRunaway",
+        fire=[s("rl_reference_kl", "3x100")], at="90m",
+        desc="Run r: mean KL to the reference is 3.0000: several times its baseline over the preceding "
+             "steps, or far above the healthy range.",
+        silent=[s("rl_reference_kl", "0.08x100")], silent_at="90m"),
     "RLThroughputDrop (slime rollout phase)": dict(
         alert="RLThroughputDrop",
         fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20", phase="rollout")], at="90m",

@@ -252,7 +252,7 @@ def test_missing_engine_is_a_clear_error_with_the_install_command(tmp_path):
 
 # ---------------------------------------------------------------- real-trainer recordings
 RECORDINGS_DIR = REPO / "tests" / "data" / "trl"   # spools recorded from real TRL runs
-RECORDINGS = sorted(RECORDINGS_DIR.glob("**/*.jsonl")) if RECORDINGS_DIR.is_dir() else []
+RECORDINGS = sorted(RECORDINGS_DIR.glob("*.spool")) if RECORDINGS_DIR.is_dir() else []
 
 
 @needs_engine
@@ -261,14 +261,16 @@ RECORDINGS = sorted(RECORDINGS_DIR.glob("**/*.jsonl")) if RECORDINGS_DIR.is_dir(
 def test_doctor_on_real_trainer_recordings(path):
     """Spools recorded from real trainer runs: doctor completes, every line is a finding or the
     healthy line; a sibling NAME.expected.json ({"alerts": [...]}) pins the alerts exactly."""
-    rows = doctor_json(str(path))
+    want_file = path.with_suffix(".expected.json")
+    # the recordings' own clock is the CPU's (0.1 s steps): replay them at a real cadence
+    step_s = json.loads(want_file.read_text())["step_seconds"] if want_file.exists() else 60
+    rows = doctor_json(str(path), "--clock", "fixed", "--step-seconds", str(step_s))
     assert rows
     for r in rows:
         if r["alert"] is None:
             assert len(rows) == 1 and r["checks"], r
         else:
             assert r["severity"] and r["summary"] and r["time"], r
-    want_file = path.with_suffix(".expected.json")
     if want_file.exists():
         want = set(json.loads(want_file.read_text())["alerts"])
         assert {r["alert"] for r in rows} - {None} == want

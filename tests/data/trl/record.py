@@ -14,8 +14,13 @@ sentences that end in <eos> (so, like a real instruct model, it stops on its own
 run is not truncated). Runs:
 
   healthy          reward 1 when the completion holds the prompt's target word (+0.5 when
-                   short), beta 0.1, lr 5e-4, 4 generations per prompt, 12-token limit
-  lr_x1000         the same with lr 0.5
+                   short), beta 0.1, lr 1e-4, 8 prompts x 4 generations per step, 12-token
+                   limit. (A first recording at lr 5e-4 with 2 prompts per step jumped its
+                   KL to the reference from 0.016 to 0.23 within 15 steps, seed 001's own
+                   example of a sharp turn, and its per-step reward over 8 samples was far
+                   noisier than a real run's; this one learns gradually: reward 0.17 -> 0.79,
+                   grad norm within seed 002's 0.35-4.95.)
+  lr_x1000         the same with lr 0.1
   constant_reward  every completion gets reward 1: zero advantage, no learning signal
   truncation       the healthy setup with max_completion_length 2
   entropy_collapse reward = share of "good" tokens (one token is the whole answer), beta 0
@@ -113,7 +118,7 @@ def good_token_share(completions, **kw):
     return [c.split().count("good") / max(1, len(c.split())) for c in completions]
 
 
-HEALTHY_LR = 5e-4
+HEALTHY_LR = 1e-4
 HEALTHY_BETA = 0.1
 RUNS = {
     "healthy": dict(reward=says_target, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA),
@@ -137,7 +142,7 @@ def record(name: str, model_dir: str, tok, steps: int, out_dir: str) -> dict:
         os.remove(spool)
     ds = Dataset.from_dict({"prompt": PROMPTS * 8})
     args = GRPOConfig(
-        output_dir=os.path.join(model_dir, f"out-{name}"), per_device_train_batch_size=8,
+        output_dir=os.path.join(model_dir, f"out-{name}"), per_device_train_batch_size=32,
         num_generations=4, max_completion_length=spec.pop("max_completion_length", 12),
         logging_steps=1, max_steps=steps, report_to="none", use_vllm=False, save_strategy="no",
         disable_tqdm=True, use_cpu=True, seed=0, lr_scheduler_type="constant", warmup_steps=0,
