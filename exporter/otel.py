@@ -47,28 +47,45 @@ def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None):
 class Telemetry:
     def __init__(self, registry, resource_attrs: dict, *, catalog: Catalog = CATALOG,
                  otlp_endpoint: str | None = None, otlp_interval_s: float = 15.0,
-                 scope_labels: bool = False):
+                 scope_labels: bool = False, on_error=None):
         self.catalog = catalog
+        self._on_error = on_error  # (kind, exc, message): the exporter's counted errors
         self.resource = Resource.create({k: v for k, v in resource_attrs.items() if v})
         readers = [PrometheusMetricReader(disable_target_info=True,
                                           scope_info_enabled=scope_labels, registry=registry)]
         self.otlp_endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
         self._gauge_provider = None
         if self.otlp_endpoint:
-            readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s))
+            # OTLP is set from the environment by operators (OTEL_EXPORTER_OTLP_ENDPOINT):
+            # a missing extra or a bad endpoint costs OTLP push, never the trainer's start
+            try:
+                readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s))
+            except Exception as e:
+                self._error("otlp", e, f"OTLP push to {self.otlp_endpoint} is off: {e}")
+                self.otlp_endpoint = None
         # shutdown_on_exit=False: Exporter.close() (also run at exit) shuts down in order
         self.provider = MeterProvider(resource=self.resource, metric_readers=readers,
                                       views=_histogram_views(catalog), shutdown_on_exit=False)
         self.meter = self.provider.get_meter(SCOPE, __version__)
         self._instruments: dict[str, object] = {}
+        self._stores = []
         if self.otlp_endpoint:
-            self._gauge_provider = MeterProvider(
-                resource=self.resource,
-                metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)],
-                shutdown_on_exit=False)
-            self._stores = []
+            try:
+                self._gauge_provider = MeterProvider(
+                    resource=self.resource,
+                    metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)],
+                    shutdown_on_exit=False)
+            except Exception as e:
+                self._error("otlp", e, f"OTLP push of gauges to {self.otlp_endpoint} is off: {e}")
+                return
             self._gauge_meter = self._gauge_provider.get_meter(SCOPE, __version__)
             self._mirrored: set[str] = set()
+
+    def _error(self, kind, exc, message):
+        if self._on_error is not None:
+            self._on_error(kind, exc, message)
+        else:
+            log.error("rl-exporter: %s", message)
 
     def histogram(self, name: str):
         """The OTel histogram for a catalog HISTOGRAM metric (buckets from the catalog)."""
@@ -116,9 +133,19 @@ class Telemetry:
         return observe
 
     def force_flush(self, timeout_ms: int = 5000) -> None:
-        self.provider.force_flush(timeout_ms)
-        if self._gauge_provider is not None:
-            self._gauge_provider.force_flush(timeout_ms)
+        """Push now, within timeout_ms in all (a slow or absent collector costs the wait,
+        bounded; a failed push is counted as errors{kind="otlp"})."""
+        import time
+        end = time.monotonic() + timeout_ms / 1000.0
+        for p in (self.provider, self._gauge_provider):
+            if p is None:
+                continue
+            left = int(max(0.0, end - time.monotonic()) * 1000)
+            try:
+                if not p.force_flush(left):
+                    self._error("otlp", None, "OTLP flush did not complete in time")
+            except Exception as e:
+                self._error("otlp", e, f"OTLP flush failed: {e!r}")
 
     def shutdown(self) -> None:
         for p in (self.provider, self._gauge_provider):

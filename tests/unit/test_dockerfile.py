@@ -181,6 +181,21 @@ def test_dockerignore_sends_only_the_package():
 
 README_LOOP_PRELUDE = """\
 import random
+
+import exporter.hook
+from prometheus_client import generate_latest
+
+_close = exporter.hook.Exporter.close
+
+
+def close_after_last_scrape(self, *a, **k):  # what Prometheus saw last, before close()
+    global TEXT
+    self.flush()
+    TEXT = generate_latest(self.registry).decode()
+    _close(self, *a, **k)
+
+
+exporter.hook.Exporter.close = close_after_last_scrape
 total_steps, prompts = 5, ["p"] * 6
 
 
@@ -202,9 +217,12 @@ class trainer:
 """
 
 README_LOOP_CHECK = """
-from prometheus_client import generate_latest
-text = generate_latest(rlx.registry).decode()
-assert 'rl_sample_reward_count{run="grpo-qwen3-8b-a"} 30.0' in text, text
+text = TEXT
+relevant = "\\n".join(l for l in text.splitlines() if l.startswith(('rl_sample_reward_bucket{le="+Inf"',
+                       "rl_exporter_errors", "rl_training_step{", "rl_exporter_values_rejected")))
+print(relevant)
+text = relevant
+assert 'rl_sample_reward_bucket{le="+Inf",run="grpo-qwen3-8b-a"} 30.0' in text, text
 assert 'rl_exporter_errors_total' not in text, text
 assert 'rl_training_step{run="grpo-qwen3-8b-a"} 4.0' in text, text
 print("readme loop ok")
