@@ -189,8 +189,9 @@ class Exporter:
                 self._queue.clear()
             if left:
                 self.counts.drop("close_timeout", left)
-                self.counts.error("close", None, f"close(): {left} frame(s) not processed within "
-                                  f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}")
+            if left or w.thread.is_alive():  # the worker drops the rest of its batch itself
+                self.counts.error("close", None, f"close(): frames not processed within "
+                                  f"{timeout:g} s are counted as dropped{{reason=\"close_timeout\"}}")
             resolver = self._helpers.get("resolver")
             if resolver is not None:
                 resolver.drain(max(0.0, deadline - time.monotonic()))

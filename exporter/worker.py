@@ -112,7 +112,11 @@ class Worker:
                 self.queue.clear()
                 self.busy = bool(batch)
             if batch:
-                for frame, step, ts in batch:
+                for i, (frame, step, ts) in enumerate(batch):
+                    end = self.coerce.deadline  # set by close()
+                    if end is not None and time.monotonic() > end:
+                        counts.drop("close_timeout", len(batch) - i)
+                        break
                     t0 = time.perf_counter()
                     try:
                         self.process(frame, step, ts)
