@@ -20,6 +20,7 @@ import collections
 import logging
 import math
 import os
+import signal
 import socket
 import sys
 import threading
@@ -54,6 +55,35 @@ def _close_live_exporters() -> None:
         ex.close(timeout=2.0)
 
 
+# SIGTERM (Kubernetes, Slurm, torchrun stopping a job) ends Python without atexit: the
+# queued frames, the spool's tail and the last OTLP push would go. Where the process
+# has no SIGTERM handler of its own, ours closes the exporters (bounded, on a separate
+# thread so a lock held by the interrupted code cannot block it), then dies by SIGTERM
+# as it would have.
+SIGTERM_CLOSE_S = 3.0
+_sigterm_installed = False
+
+
+def _install_sigterm() -> None:
+    global _sigterm_installed
+    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+            _sigterm_installed = True
+    except (ValueError, OSError):  # not the main interpreter, or no signals here
+        pass
+
+
+def _on_sigterm(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    t = threading.Thread(target=_close_live_exporters, name="rl-exporter-sigterm", daemon=True)
+    t.start()
+    t.join(SIGTERM_CLOSE_S)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _default_run() -> str:
     return os.environ.get("RL_EXPORTER_RUN") or time.strftime("run-%Y%m%d-%H%M%S")
 
@@ -77,7 +107,8 @@ class Exporter:
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
                  scope_labels: bool = False, poll_interval: float = 0.02,
-                 gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None):
+                 gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
+                 handle_sigterm: bool = True):
         self.run = run or _default_run()
         self.catalog = catalog
         # the one loss registry: the worker, store, timers, distributions and samplers count here
@@ -131,6 +162,8 @@ class Exporter:
                               run_attrs={"run": self.run}, spool=spool_writer)
         self._worker.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
+        if handle_sigterm:
+            _install_sigterm()
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
@@ -184,9 +217,13 @@ class Exporter:
             w.coerce.deadline = deadline  # device copies wait no longer than close() does
             w.stop.set()
             w.thread.join(max(0.0, deadline - time.monotonic()))
-            with self._qlock:
-                left = len(self._queue)
-                self._queue.clear()
+            left = len(self._queue)
+            if self._qlock.acquire(timeout=1.0):  # bounded: close() may run from a signal
+                try:
+                    left = len(self._queue)
+                    self._queue.clear()
+                finally:
+                    self._qlock.release()
             if left:
                 self.counts.drop("close_timeout", left)
             if left or w.thread.is_alive():  # the worker drops the rest of its batch itself
@@ -199,7 +236,7 @@ class Exporter:
                 w.spool.close()
             if self.telemetry.otlp_endpoint:  # the last push; at least 1 s for it
                 self.telemetry.force_flush(int(max(1.0, deadline - time.monotonic()) * 1000))
-            self.telemetry.shutdown()
+            self.telemetry.shutdown(int(max(1.0, deadline - time.monotonic()) * 1000))
         except Exception as e:
             self.counts.error("close", e)
         finally:

@@ -33,15 +33,33 @@ def _histogram_views(catalog: Catalog) -> list[View]:
             for m in catalog.metrics.values() if m.kind == HISTOGRAM]
 
 
-def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None):
+def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None, on_error=None):
     try:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics.export import MetricExportResult
     except ImportError as e:  # optional extra
         raise RuntimeError("OTLP push needs the 'otlp' extra: pip install 'rl-exporter[otlp]'") from e
     if not endpoint.rstrip("/").endswith("/v1/metrics"):
         endpoint = endpoint.rstrip("/") + "/v1/metrics"
-    return PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint, headers=headers),
-                                         export_interval_millis=interval_s * 1000)
+
+    class CountingExporter(OTLPMetricExporter):
+        """Counts each failed push (collector down, slow, refusing) as
+        rl_exporter_errors_total{kind="otlp_export"}: the SDK only logs it."""
+
+        def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+            try:
+                result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+            except Exception as e:
+                result = e
+            if result is not MetricExportResult.SUCCESS and on_error is not None:
+                on_error("otlp_export", None, f"OTLP push to {endpoint} failed ({result}); "
+                         "each failed push is counted")
+            return result if isinstance(result, MetricExportResult) else MetricExportResult.FAILURE
+
+    # a push never waits longer than the interval for a slow collector
+    exporter = CountingExporter(endpoint=endpoint, headers=headers, timeout=max(1.0, interval_s))
+    return PeriodicExportingMetricReader(exporter, export_interval_millis=interval_s * 1000,
+                                         export_timeout_millis=max(1.0, interval_s) * 1000)
 
 
 class Telemetry:
@@ -59,7 +77,8 @@ class Telemetry:
             # OTLP is set from the environment by operators (OTEL_EXPORTER_OTLP_ENDPOINT):
             # a missing extra or a bad endpoint costs OTLP push, never the trainer's start
             try:
-                readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s))
+                readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s,
+                                            on_error=self._error))
             except Exception as e:
                 self._error("otlp", e, f"OTLP push to {self.otlp_endpoint} is off: {e}")
                 self.otlp_endpoint = None
@@ -73,7 +92,8 @@ class Telemetry:
             try:
                 self._gauge_provider = MeterProvider(
                     resource=self.resource,
-                    metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)],
+                    metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s,
+                                                on_error=self._error)],
                     shutdown_on_exit=False)
             except Exception as e:
                 self._error("otlp", e, f"OTLP push of gauges to {self.otlp_endpoint} is off: {e}")
@@ -147,10 +167,11 @@ class Telemetry:
             except Exception as e:
                 self._error("otlp", e, f"OTLP flush failed: {e!r}")
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_ms: int = 5000) -> None:
+        """Stop the providers; a final push to a slow collector waits at most timeout_ms."""
         for p in (self.provider, self._gauge_provider):
             if p is not None:
                 try:
-                    p.shutdown()
+                    p.shutdown(timeout_millis=timeout_ms)
                 except Exception as e:  # shutting down must not raise into the caller
                     log.debug("meter provider shutdown: %s", e)

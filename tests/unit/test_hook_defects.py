@@ -109,10 +109,10 @@ def test_last_timer_window_is_published_at_close():
     text = ""
     original = ex.telemetry.shutdown
 
-    def shutdown():
+    def shutdown(*a, **k):
         nonlocal text
         text = generate_latest(ex.registry).decode()
-        original()
+        original(*a, **k)
 
     ex.telemetry.shutdown = shutdown
     ex.close()
