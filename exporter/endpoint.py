@@ -21,6 +21,7 @@ DEFAULT_ADDR = "127.0.0.1"
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = False  # a second exporter on the same port must fail, not share it
+    request_queue_size = 128     # listen backlog: socketserver's 5 refuses concurrent scrapers
 
 
 class _Server6(_Server):

@@ -217,6 +217,9 @@ class Exporter:
             w.coerce.deadline = deadline  # device copies wait no longer than close() does
             w.stop.set()
             w.thread.join(max(0.0, deadline - time.monotonic()))
+            # past the deadline the worker drops the rest of its batch (counted) after the
+            # frame in hand: a short grace lets the count settle before it is reported
+            w.thread.join(0.5)
             left = len(self._queue)
             if self._qlock.acquire(timeout=1.0):  # bounded: close() may run from a signal
                 try:
@@ -226,17 +229,20 @@ class Exporter:
                     self._qlock.release()
             if left:
                 self.counts.drop("close_timeout", left)
-            if left or w.thread.is_alive():  # the worker drops the rest of its batch itself
-                self.counts.error("close", None, f"close(): frames not processed within "
-                                  f"{timeout:g} s are counted as dropped{{reason=\"close_timeout\"}}")
+            lost = self.counts.dropped.get("close_timeout", 0)
+            busy = w.thread.is_alive()
+            if lost or busy:
+                self.counts.error("close", None, f"close(): {lost} frame(s) not processed within "
+                                  f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}"
+                                  + ("; the worker is still on a frame and counts the rest of its "
+                                     "batch when it stops" if busy else ""))
             resolver = self._helpers.get("resolver")
             if resolver is not None:
                 resolver.drain(max(0.0, deadline - time.monotonic()))
             if w.spool is not None:
                 w.spool.close()
-            if self.telemetry.otlp_endpoint:  # the last push; at least 1 s for it
-                self.telemetry.force_flush(int(max(1.0, deadline - time.monotonic()) * 1000))
-            self.telemetry.shutdown(int(max(1.0, deadline - time.monotonic()) * 1000))
+            # the last OTLP push, then stop: both within what is left of the timeout
+            self.telemetry.close(deadline)
         except Exception as e:
             self.counts.error("close", e)
         finally:

@@ -167,6 +167,14 @@ class Telemetry:
             except Exception as e:
                 self._error("otlp", e, f"OTLP flush failed: {e!r}")
 
+    def close(self, deadline: float) -> None:
+        """Last push (when OTLP is on) and shutdown, together bounded by `deadline`
+        (time.monotonic()), with a floor of 0.5 s for the push."""
+        import time
+        if self.otlp_endpoint:
+            self.force_flush(int(max(0.5, deadline - time.monotonic()) * 1000))
+        self.shutdown(int(max(0.1, deadline - time.monotonic()) * 1000))
+
     def shutdown(self, timeout_ms: int = 5000) -> None:
         """Stop the providers; a final push to a slow collector waits at most timeout_ms."""
         for p in (self.provider, self._gauge_provider):

@@ -20,6 +20,14 @@ from .store import Store
 log = logging.getLogger("rl_exporter")
 
 KEY_CACHE_LIMIT = 100_000  # resolved keys kept; past it, unknown keys are resolved each time
+# Resolving a key the worker has not seen costs tens of microseconds of catalog matching.
+# A run that invents keys without end (ids in key names) would keep the worker busy for
+# good, and a busy worker slows the training thread through the GIL. New keys are
+# therefore resolved from a token bucket: a burst of NEW_KEY_BURST (start-up frames),
+# then NEW_KEY_RATE per second; values of keys over budget are counted as rejected
+# (reason key_budget) and their keys tried again later.
+NEW_KEY_BURST = 20_000
+NEW_KEY_RATE = 1_000.0
 
 
 class _Slot:
@@ -76,6 +84,9 @@ class _Drop(_Slot):
 
 
 _STEP = _Step()
+_IGNORED = _Drop("ignored")
+_FALLBACK_CAP = _Drop("fallback_cap")
+_KEY_BUDGET = _Drop("key_budget")
 
 
 class Worker:
@@ -97,6 +108,8 @@ class Worker:
         self.last_step: float | None = None
         self.last_frame_ts = float("nan")
         self.busy = False
+        self._budget = float(NEW_KEY_BURST)
+        self._budget_t = time.monotonic()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="rl-exporter-worker", daemon=True)
 
@@ -126,6 +139,9 @@ class Worker:
                         self.frame_hist.record(time.perf_counter() - t0, self.run_attrs)
                     except Exception as e:
                         counts.error("self_histogram", e)
+                    # Hand the GIL over between frames: a training thread that released it
+                    # (any torch op does) would otherwise wait out the 5 ms switch interval.
+                    time.sleep(0)
                 self.busy = False
                 continue
             self.busy = False
@@ -238,16 +254,28 @@ class Worker:
 
     def _slot_for(self, key):
         """Resolve a key once and cache what to do with it."""
+        now = time.monotonic()
+        self._budget = min(NEW_KEY_BURST, self._budget + (now - self._budget_t) * NEW_KEY_RATE)
+        self._budget_t = now
+        if self._budget < 1.0:
+            if "key_budget" not in self.counts.rejected:
+                log.warning("rl-exporter: more than %d new metric keys per second; values of "
+                            "keys not resolved yet are counted, not exported "
+                            "(rl_exporter_values_rejected_total{reason=\"key_budget\"})",
+                            int(NEW_KEY_RATE))
+            return _KEY_BUDGET  # not cached: the key is tried again once there is budget
+        self._budget -= 1.0
+        orig = key
         if not isinstance(key, str):
             key = str(key)
         r = self.catalog.resolve(key, self.framework)
         if r.step:
             slot = _STEP
         elif r.ignored:
-            slot = _Drop("ignored")
+            slot = _IGNORED
         elif r.fallback:
             if self.fallback_keys >= self.fallback_limit:
-                slot = _Drop("fallback_cap")
+                slot = _FALLBACK_CAP
                 if self.counts.fallback_dropped == 0:
                     log.warning("rl-exporter: more than %d unknown keys; further unknown keys are "
                                 "counted, not exported (rl_exporter_fallback_keys_dropped_total)",
@@ -260,7 +288,7 @@ class Worker:
         else:
             slot = _New(r)
         if len(self.slots) < KEY_CACHE_LIMIT:
-            self.slots[key] = slot
+            self.slots[orig] = slot
         return slot
 
     def _materialise(self, key, r):
