@@ -158,10 +158,19 @@ class Worker:
         metrics = store.metrics
         nonfinite = store.nonfinite
         frame_step = None
+        starved = False  # out of new-key budget for the rest of this frame
+        over = 0
         for k, v in frame.items():
             slot = slots.get(k)
             if slot is None:
+                if starved:
+                    over += 1
+                    continue
                 slot = self._slot_for(k)
+                if slot is _KEY_BUDGET:
+                    starved = True
+                    over += 1
+                    continue
             if slot.__class__ is int:
                 tv = v.__class__
                 if tv is not float:
@@ -183,6 +192,8 @@ class Worker:
                 st = self._special(slot, k, v)
                 if st is not None:
                     frame_step = st
+        if over:
+            self.counts.rejected["key_budget"] += over
         if step is None:
             step = frame_step
         self._advance(step, ts)
@@ -249,14 +260,16 @@ class Worker:
                 self.counts.unknown += 1
                 self.counts.fallback_dropped += 1
             else:
-                self.counts.reject(slot.reason)
+                self.counts.rejected[slot.reason] += 1  # series_limit, key_budget
         return None
 
     def _slot_for(self, key):
         """Resolve a key once and cache what to do with it."""
-        now = time.monotonic()
-        self._budget = min(NEW_KEY_BURST, self._budget + (now - self._budget_t) * NEW_KEY_RATE)
-        self._budget_t = now
+        if self._budget < 1.0:  # refill only when empty: the common path is one compare
+            now = time.monotonic()
+            self._budget = min(NEW_KEY_BURST,
+                               self._budget + (now - self._budget_t) * NEW_KEY_RATE)
+            self._budget_t = now
         if self._budget < 1.0:
             if "key_budget" not in self.counts.rejected:
                 log.warning("rl-exporter: more than %d new metric keys per second; values of "
