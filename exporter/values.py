@@ -11,6 +11,8 @@ runs on the worker. The training thread never waits for a device.
 """
 from __future__ import annotations
 
+import ctypes
+import struct
 import sys
 import time
 
@@ -56,6 +58,45 @@ class Deferred:
         return float(self._tensor.item())
 
 
+# Reading a CPU scalar without a torch op: every op (.item(), .detach(), float(t)) releases
+# the GIL, and getting it back from a busy thread (our worker, a data loader) costs the
+# 5 ms switch interval. data_ptr() and dtype keep the GIL; the element is read with ctypes.
+_READERS: dict = {}
+
+
+def _readers() -> dict:
+    if not _READERS:
+        import torch
+        for dt, ct in ((torch.float32, ctypes.c_float), (torch.float64, ctypes.c_double),
+                       (torch.int64, ctypes.c_int64), (torch.int32, ctypes.c_int32),
+                       (torch.int16, ctypes.c_int16), (torch.int8, ctypes.c_int8),
+                       (torch.uint8, ctypes.c_uint8), (torch.bool, ctypes.c_bool)):
+            _READERS[dt] = lambda ptr, ct=ct: ct.from_address(ptr).value
+        _READERS[torch.float16] = lambda ptr: struct.unpack(
+            "<e", ctypes.string_at(ptr, 2))[0]
+        _READERS[torch.bfloat16] = lambda ptr: struct.unpack(
+            "<f", b"\x00\x00" + ctypes.string_at(ptr, 2))[0]
+    return _READERS
+
+
+def _cpu_scalar(v):
+    """The value of a one-element CPU tensor, read in place (no torch op, GIL kept)."""
+    read = _readers().get(v.dtype)
+    if read is not None and v.layout is _strided():
+        try:
+            ptr = v.data_ptr()
+            if ptr:
+                return read(ptr)
+        except Exception:  # tensors without storage (fake/functional): the torch way
+            pass
+    return v.detach().reshape(()).item()
+
+
+def _strided():
+    import torch
+    return torch.strided
+
+
 def _torch_tensor_type():
     torch = sys.modules.get("torch")  # never import torch ourselves: it is the caller's
     return None if torch is None else torch.Tensor
@@ -79,7 +120,7 @@ def prepare_values(frame: dict, plain: set, counts=None) -> dict:
                 keys.append(k)
                 vals.append(v)
             elif v.device.type == "cpu":
-                frame[k] = v.detach().reshape(()).item()
+                frame[k] = _cpu_scalar(v)
             else:
                 frame[k] = Deferred(v.detach().reshape(()).clone())
         elif getattr(t, "__module__", "") == "numpy" and t.__name__ != "ndarray":

@@ -141,3 +141,21 @@ def test_close_bounds_the_wait_for_device_copies_and_counts_them(monkeypatch):
     # every one of the 3 values is accounted for: exported, timed out, or its frame dropped
     lost = st["values_rejected"].get("device_timeout", 0) + st["frames_dropped"].get("close_timeout", 0)
     assert lost == 3 and st["values_rejected"].get("device_timeout", 0) >= 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                                   torch.bool])
+def test_cpu_scalars_are_read_in_place_exactly(dtype):
+    # read without a torch op (each op releases the GIL: a 5 ms wait behind a busy thread)
+    from exporter.values import _cpu_scalar
+    for raw in (0.1, 3, -7.5, 1e4) if dtype.is_floating_point else (3, 1, 0):
+        if dtype == torch.bool:
+            raw = bool(raw)
+        elif not dtype.is_floating_point and dtype == torch.uint8 and raw < 0:
+            continue
+        t = torch.tensor(raw, dtype=dtype)
+        assert _cpu_scalar(t) == t.item()
+    view = torch.arange(10.0, dtype=dtype if dtype.is_floating_point else torch.float32)[7:8]
+    assert _cpu_scalar(view) == 7.0                     # storage offset honoured
+    assert _cpu_scalar(torch.tensor(2.0, requires_grad=True) * 2) == 4.0
