@@ -153,6 +153,9 @@ def test_otlp_collector_down_then_slow():
     base = new()
     fault = new(otlp_endpoint=f"http://127.0.0.1:{port}", otlp_interval=0.2)
     compare("OTLP collector down", base, fault, rounds=1)
+    deadline = time.monotonic() + 10  # down at least until a push has failed (retries: ~1 s)
+    while fault.stats()["errors"].get("otlp_export", 0) == 0 and time.monotonic() < deadline:
+        loop(fault, 100)
     down = fault.stats()["errors"].get("otlp_export", 0)
     srv = ThreadingHTTPServer(("127.0.0.1", port), _SlowCollector)
     srv.daemon_threads = True

@@ -159,3 +159,26 @@ def test_cpu_scalars_are_read_in_place_exactly(dtype):
     view = torch.arange(10.0, dtype=dtype if dtype.is_floating_point else torch.float32)[7:8]
     assert _cpu_scalar(view) == 7.0                     # storage offset honoured
     assert _cpu_scalar(torch.tensor(2.0, requires_grad=True) * 2) == 4.0
+
+
+@pytest.mark.gpu
+def test_real_cuda_values_across_devices_without_a_sync():
+    """On a CUDA machine: values on every visible device (and the CPU) in one frame, copied
+    without a synchronize. Exempt from RLX_REQUIRE_ALL (needs a GPU)."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+    frame = {"actor/pg_clipfrac": torch.tensor(0.5)}
+    keys = ["actor/pg_loss", "actor/ppo_kl", "actor/entropy", "actor/grad_norm"]
+    for i, k in enumerate(keys):
+        frame[k] = torch.tensor(float(i + 1), device=devices[i % len(devices)])
+    torch.cuda.synchronize()
+    with Exporter(run="gpu", framework="verl", serve=False) as ex:
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            ex.log(frame, step=1)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        s = scrape(ex)
+    assert s[("rl_policy_loss", ())] == 1.0 and s[("rl_policy_kl", ())] == 2.0
+    assert s[("rl_entropy", ())] == 3.0 and s[("rl_policy_clip_ratio", ())] == 0.5
