@@ -228,3 +228,40 @@ def test_histogram_merge_equals_recording_each_value():
     finally:
         a.close()
         b.close()
+
+
+def test_new_keys_past_the_budget_are_counted_and_retried(monkeypatch):
+    from exporter import worker
+    monkeypatch.setattr(worker, "NEW_KEY_BURST", 100)
+    monkeypatch.setattr(worker, "NEW_KEY_RATE", 0.0)
+    ex = Exporter(run="k", framework="verl", serve=False, gpu=False)
+    try:
+        ex.log({f"custom/k{i}": 1.0 for i in range(150)})
+        st = ex.stats()
+        ex.flush()
+        st = ex.stats()
+        assert st["values_rejected"]["key_budget"] == 50
+        assert st["unknown_keys"] == 100        # every value is exported or counted
+        assert len(ex._worker.slots) == 100     # over-budget keys are not cached: tried again
+        ex._worker._budget = 50.0
+        ex.log({f"custom/k{i}": 1.0 for i in range(100, 150)})
+        ex.flush()
+        assert ex.stats()["unknown_keys"] == 150
+    finally:
+        ex.close()
+
+
+def test_sigterm_handler_only_where_the_process_has_none():
+    code = ("import signal\n"
+            "def mine(*a): pass\n"
+            "signal.signal(signal.SIGTERM, mine)\n"
+            "from exporter import Exporter\n"
+            "ex = Exporter(run='s', serve=False, gpu=False)\n"
+            "print(signal.getsignal(signal.SIGTERM) is mine)\n"
+            "ex.close()\n")
+    r = run_py(code)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
+    r = run_py("import signal\nfrom exporter import Exporter\n"
+               "ex = Exporter(run='s', serve=False, gpu=False)\n"
+               "print(signal.getsignal(signal.SIGTERM).__name__)\nex.close()\n")
+    assert r.returncode == 0 and r.stdout.strip() == "_on_sigterm", r.stderr
