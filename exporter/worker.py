@@ -154,9 +154,7 @@ class Worker:
     def process(self, frame: dict, step, ts: float) -> None:
         slots = self.slots
         store = self.store
-        values = store.values
-        metrics = store.metrics
-        nonfinite = store.nonfinite
+        put = store.put
         frame_step = None
         starved = False  # out of new-key budget for the rest of this frame
         over = 0
@@ -184,10 +182,7 @@ class Worker:
                         v = self.coerce.other(k, v)
                         if v is None:
                             continue
-                # Store.put inlined (the hot loop): non-finite values are exported and counted
-                if v - v != 0.0:
-                    nonfinite[metrics[slot].name] += 1
-                values[slot] = v
+                put(slot, v)  # the one place non-finite values are counted
             else:
                 st = self._special(slot, k, v)
                 if st is not None:
