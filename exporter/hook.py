@@ -199,6 +199,15 @@ class Exporter:
         except Exception as e:  # the training loop never sees our exceptions
             self.counts.error("log", e)
 
+    def restore(self, frame: dict, step, ts: float) -> None:
+        """Re-apply a frame this run exported before a restart (the sidecar keeps each
+        source's last frame in its state file): its values, the step and the step's own
+        timestamp are back at once. Not counted as processed, not spooled again."""
+        if self._closed or not isinstance(frame, dict):
+            return
+        with self._qlock:
+            self._queue.append((dict(frame), step, float(ts), True))
+
     def close(self, timeout: float = 5.0) -> None:
         """Process what is queued (device copies included, within `timeout`), publish the
         last timer window, flush OTLP, stop serving. Idempotent. Frames still queued when
@@ -220,10 +229,10 @@ class Exporter:
             # past the deadline the worker drops the rest of its batch (counted) after the
             # frame in hand: a short grace lets the count settle before it is reported
             w.thread.join(0.5)
-            left = len(self._queue)
+            left = 0
             if self._qlock.acquire(timeout=1.0):  # bounded: close() may run from a signal
                 try:
-                    left = len(self._queue)
+                    left = sum(len(x) == 3 for x in self._queue)  # restored frames aside
                     self._queue.clear()
                 finally:
                     self._qlock.release()

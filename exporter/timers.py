@@ -113,7 +113,7 @@ class DeviceResolver:
 
     def _loop(self) -> None:
         while True:
-            closed = self.exporter.closed
+            closed = getattr(self.exporter, "closed", False)
             busy = self.run_once()
             if closed and (not busy or time.monotonic() > self._drain_until):
                 return
@@ -140,12 +140,28 @@ class DeviceResolver:
 
 
 def _error(exporter, kind, exc, message=None):
-    exporter.counts.error(kind, exc, message)
+    counts = getattr(exporter, "counts", None)
+    if counts is not None:
+        counts.error(kind, exc, message)
+    else:  # an object standing in for an Exporter (tests, other owners of a store)
+        log.error("rl-exporter: %s", message or f"{kind} failed: {exc!r}")
+
+
+_ATTACH_LOCK = threading.RLock()
 
 
 def attached(exporter, name: str, factory):
     """The exporter's helper object `name`, created by factory(exporter) on first use."""
-    return exporter.helper(name, factory)
+    helper = getattr(exporter, "helper", None)
+    if helper is not None:
+        return helper(name, factory)
+    obj = exporter.__dict__.get(name)  # an object standing in for an Exporter
+    if obj is None:
+        with _ATTACH_LOCK:
+            obj = exporter.__dict__.get(name)
+            if obj is None:
+                obj = exporter.__dict__[name] = factory(exporter)
+    return obj
 
 
 def resolver_of(exporter) -> DeviceResolver:
@@ -249,7 +265,7 @@ class PhaseTimers:
         self.resolver.wake()
 
     def _window_id(self) -> int:
-        return self.exporter.frames_logged + self._manual
+        return getattr(self.exporter, "frames_logged", 0) + self._manual
 
     def _enter(self, phase, cuda):
         depth = self._local.__dict__.setdefault("depth", {})

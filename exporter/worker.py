@@ -125,14 +125,14 @@ class Worker:
                 self.queue.clear()
                 self.busy = bool(batch)
             if batch:
-                for i, (frame, step, ts) in enumerate(batch):
+                for i, item in enumerate(batch):  # (frame, step, ts[, restored])
                     end = self.coerce.deadline  # set by close()
                     if end is not None and time.monotonic() > end:
-                        counts.drop("close_timeout", len(batch) - i)
+                        counts.drop("close_timeout", sum(len(x) == 3 for x in batch[i:]))
                         break
                     t0 = time.perf_counter()
                     try:
-                        self.process(frame, step, ts)
+                        self.process(*item)
                     except Exception as e:
                         counts.error("process", e)
                     try:
@@ -151,7 +151,7 @@ class Worker:
                         continue  # drain what arrived before close()
                 return
 
-    def process(self, frame: dict, step, ts: float) -> None:
+    def process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
         slots = self.slots
         store = self.store
         put = store.put
@@ -192,6 +192,8 @@ class Worker:
         if step is None:
             step = frame_step
         self._advance(step, ts)
+        if restored:  # exported and counted before a restart: values back, counts unchanged
+            return
         if self.spool is not None:
             self.spool.write(frame, step, ts, self.coerce)
         self.counts.processed += 1

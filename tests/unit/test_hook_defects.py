@@ -265,3 +265,16 @@ def test_sigterm_handler_only_where_the_process_has_none():
                "ex = Exporter(run='s', serve=False, gpu=False)\n"
                "print(signal.getsignal(signal.SIGTERM).__name__)\nex.close()\n")
     assert r.returncode == 0 and r.stdout.strip() == "_on_sigterm", r.stderr
+
+
+def test_restore_sets_values_without_counting_a_frame(tmp_path):
+    spool = tmp_path / "s.jsonl"
+    ex = Exporter(run="r", framework="verl", serve=False, gpu=False, spool=str(spool))
+    try:
+        ex.restore({"actor/pg_clipfrac": 0.3}, 7, 1000.0)
+        s = scrape(ex)
+        assert s[("rl_policy_clip_ratio", ())] == 0.3 and s[("rl_training_step", ())] == 7
+        assert ex.stats()["frames_processed"] == 0
+    finally:
+        ex.close()
+    assert spool.read_text() == ""
