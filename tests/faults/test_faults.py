@@ -283,7 +283,9 @@ sys.path.insert(0, sys.argv[2])
 from exporter import Exporter
 from tests.faults.harness import FRAME, loop, p99
 import logging; logging.basicConfig(level=logging.ERROR)
-base = Exporter(run="b", framework="verl", serve=False, gpu=False, handle_sigterm=False)
+# the same configuration (a spool too) without the signal handler: the fault-free side
+base = Exporter(run="b", framework="verl", serve=False, gpu=False, handle_sigterm=False,
+                spool=sys.argv[1] + ".base")
 ex = Exporter(run="t", framework="verl", serve=False, gpu=False, spool=sys.argv[1],
               queue_size=8192)
 b, f = [], []
