@@ -257,4 +257,4 @@ def merge_histogram(instrument, attrs: dict, counts, total: float, vmin: float, 
 
 
 def distributions_of(exporter) -> Distributions:
-    return attached(exporter, "distributions", Distributions)
+    return attached(exporter, "_rlx_distributions", Distributions)

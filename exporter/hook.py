@@ -217,7 +217,7 @@ class Exporter:
         self._closed = True
         deadline = time.monotonic() + timeout
         try:
-            timers = self._helpers.get("timers")
+            timers = self._helpers.get("_rlx_timers")
             if timers is not None:
                 timers.end_step()  # the window after the last log() is published too
             if getattr(self, "gpu_sampler", None) is not None:
@@ -245,7 +245,7 @@ class Exporter:
                                   f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}"
                                   + ("; the worker is still on a frame and counts the rest of its "
                                      "batch when it stops" if busy else ""))
-            resolver = self._helpers.get("resolver")
+            resolver = self._helpers.get("_rlx_device_resolver")
             if resolver is not None:
                 resolver.drain(max(0.0, deadline - time.monotonic()))
             if w.spool is not None:

@@ -17,12 +17,7 @@ and its device events completed, each phase's total lands on
     rl_phase_duration_seconds{phase}          (gauge: the last step)
     rl_phase_timing_seconds{run,phase}        (OTel histogram: one observation per step)
     rl_phase_time_per_token_seconds{phase}    (when token counts were given)
-The window open at close() is closed then, and published once its device events
-complete (within close()'s timeout).
-
-The exporter interface used here (and by distributions.py): `exporter.helper(name,
-factory)`, `exporter.frames_logged`, `exporter.closed`, `exporter.counts` (error /
-reject / add_nonfinite), `exporter.store`, `exporter.telemetry`, `exporter.run`.
+A window that never sees a log() (the last one at close()) is not published.
 """
 from __future__ import annotations
 
@@ -41,7 +36,6 @@ PHASE_GAUGE = "rl_phase_duration_seconds"
 PHASE_HIST = "rl_phase_timing_seconds"
 PER_TOKEN = "rl_phase_time_per_token_seconds"
 DEVICE_TIMEOUT_S = 120.0
-
 
 
 # ================================================================ background resolver
@@ -139,6 +133,11 @@ class DeviceResolver:
             self._tasks.clear()
 
 
+# The exporter interface used here (and by distributions.py): `exporter.helper(name,
+# factory)`, `exporter.frames_logged`, `exporter.closed`, `exporter.counts` (error / reject /
+# add_nonfinite), `exporter.store`, `exporter.telemetry`, `exporter.run`. At close() the
+# exporter ends the open window (end_step) and drains the resolver, so the last window is
+# published once its device events complete, within close()'s timeout.
 def _error(exporter, kind, exc, message=None):
     counts = getattr(exporter, "counts", None)
     if counts is not None:
@@ -165,7 +164,7 @@ def attached(exporter, name: str, factory):
 
 
 def resolver_of(exporter) -> DeviceResolver:
-    return attached(exporter, "resolver", DeviceResolver)
+    return attached(exporter, "_rlx_device_resolver", DeviceResolver)
 
 
 # ================================================================ timers
@@ -356,4 +355,4 @@ class PhaseTimers:
 
 
 def timers_of(exporter) -> PhaseTimers:
-    return attached(exporter, "timers", PhaseTimers)
+    return attached(exporter, "_rlx_timers", PhaseTimers)
