@@ -320,15 +320,39 @@ class Exporter:
                 obj = self._helpers.get(name)
                 if obj is None:
                     obj = self._helpers[name] = factory(self)
+                    setattr(self, name, obj)  # readable as an attribute too (tests)
         return obj
 
     def _error(self, kind: str, exc, message: str | None = None) -> None:
         self.counts.error(kind, exc, message)
 
+    def process_now(self, frame: dict, step, ts: float) -> None:
+        """Process one frame on the caller's thread, stamped `ts` instead of now, in order
+        with nothing queued (replays of recorded frames: backfill, tests). Not for a
+        training loop: log() is the call that never blocks."""
+        self.counts.received += 1
+        self._worker.process(frame, step, ts)
+        self._worker.last_frame_ts = ts
+
     # compatibility views for tests and callers of the old attribute names
     @property
     def _received(self) -> int:
         return self.counts.received
+
+    @_received.setter
+    def _received(self, n: int) -> None:
+        self.counts.received = n
+
+    def _process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
+        self._worker.process(frame, step, ts, restored)
+
+    @property
+    def _last_frame_ts(self) -> float:
+        return self._worker.last_frame_ts
+
+    @_last_frame_ts.setter
+    def _last_frame_ts(self, ts: float) -> None:
+        self._worker.last_frame_ts = ts
 
     @property
     def _processed(self) -> int:
