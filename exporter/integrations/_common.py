@@ -54,7 +54,7 @@ def exporter_kwargs(overrides: dict | None = None) -> dict:
     if os.environ.get(ENV_OTLP):
         kw["otlp_endpoint"] = os.environ[ENV_OTLP]
     for k, v in (overrides or {}).items():
-        if v is not None or k == "port":  # port=None means "do not serve", not "default"
+        if v is not None or k == "port":
             kw[k] = v
     return kw
 
