@@ -108,9 +108,14 @@ class Exporter:
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
                  scope_labels: bool = False, poll_interval: float = 0.02,
                  gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
-                 handle_sigterm: bool = True):
+                 expert_series: bool | None = None, handle_sigterm: bool = True):
         self.run = run or _default_run()
         self.catalog = catalog
+        # Per-expert MoE series (label `expert`: layers x experts of them) are opt-in: they
+        # alone can exceed a rank's whole series budget (`rl-exporter catalog --budget`).
+        if expert_series is None:
+            expert_series = os.environ.get("RL_EXPORTER_EXPERT_SERIES", "").lower() in ("1", "true", "yes")
+        self.expert_series = expert_series
         # the one loss registry: the worker, store, timers, distributions and samplers count here
         self.counts = Counts()
         if framework not in ("auto",) and framework not in catalog.vocabularies:
@@ -159,7 +164,8 @@ class Exporter:
                               fallback_limit=fallback_limit, poll=poll_interval,
                               frame_hist=self.telemetry.histogram(
                                   "rl_exporter_frame_processing_seconds"),
-                              run_attrs={"run": self.run}, spool=spool_writer)
+                              run_attrs={"run": self.run}, spool=spool_writer,
+                              expert_series=expert_series)
         self._worker.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
         if handle_sigterm:

@@ -94,7 +94,8 @@ class Worker:
 
     def __init__(self, *, store: Store, catalog, framework: str, counts: Counts,
                  queue: collections.deque, qlock: threading.Lock, fallback_limit: int,
-                 poll: float, frame_hist, run_attrs: dict, spool=None):
+                 poll: float, frame_hist, run_attrs: dict, spool=None,
+                 expert_series: bool = False):
         self.store, self.catalog, self.framework = store, catalog, framework
         self.counts = counts
         self.queue, self.qlock = queue, qlock
@@ -102,6 +103,7 @@ class Worker:
         self.poll = poll
         self.frame_hist, self.run_attrs = frame_hist, run_attrs
         self.spool = spool                 # spool_writer.SpoolWriter or None
+        self.expert_series = expert_series  # per-expert MoE series are opt-in
         self.coerce = Coercer(counts)
         self.slots: dict = {}
         self.fallback_keys = 0
@@ -281,7 +283,8 @@ class Worker:
         r = self.catalog.resolve(key, self.framework)
         if r.step:
             slot = _STEP
-        elif r.ignored:
+        elif r.ignored or (not self.expert_series and r.metric is not None
+                           and "expert" in r.metric.labels):
             slot = _IGNORED
         elif r.fallback:
             if self.fallback_keys >= self.fallback_limit:
