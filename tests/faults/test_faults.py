@@ -205,23 +205,28 @@ def test_fifty_concurrent_scrapers():
     fault = new(serve=True, port=0)
     fault.log(FRAME, step=0)
     fault.flush()
-    base_ns, fault_ns, served, failed = [], [], 0, 0
-    step = 1
-    for _ in range(rounds):
-        base_ns += loop(base, 1500, first_step=step)
-        proc = subprocess.Popen([sys.executable, "-c", SCRAPER, fault.url, "50",
-                                 str(total / rounds)], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "go"
-        end = time.monotonic() + total / rounds
-        while time.monotonic() < end:
-            fault_ns += loop(fault, 200, first_step=step)
-            step += 200
-        out = json.loads(proc.stdout.readline())
-        proc.wait(30)
-        served, failed = served + out["ok"], failed + out["bad"]
-    ratio = p99(fault_ns) / p99(base_ns)
-    counted = f"{served} scrapes served in {total:g} s, {failed} failed"
-    record("50 concurrent scrapers", ratio, p99(base_ns) / 1000, p99(fault_ns) / 1000, counted)
+    served, failed, step, attempts = 0, 0, 1, []
+    for _ in range(harness.ATTEMPTS):  # re-measured like compare(): see harness.py
+        base_ns, fault_ns = [], []
+        for _ in range(rounds):
+            base_ns += loop(base, 1500, first_step=step)
+            proc = subprocess.Popen([sys.executable, "-c", SCRAPER, fault.url, "50",
+                                     str(total / rounds)], stdout=subprocess.PIPE, text=True)
+            assert proc.stdout.readline().strip() == "go"
+            end = time.monotonic() + total / rounds
+            while time.monotonic() < end:
+                fault_ns += loop(fault, 200, first_step=step)
+                step += 200
+            out = json.loads(proc.stdout.readline())
+            proc.wait(30)
+            served, failed = served + out["ok"], failed + out["bad"]
+        ratio = p99(fault_ns) / p99(base_ns)
+        attempts.append(round(ratio, 2))
+        if ratio <= harness.LIMIT:
+            break
+    counted = f"{served} scrapes served in {total * len(attempts):g} s, {failed} failed"
+    record("50 concurrent scrapers", ratio, p99(base_ns) / 1000, p99(fault_ns) / 1000, counted,
+           attempts)
     base.close(), fault.close()
     accounted(fault)
     assert failed == 0 and served > 0
