@@ -34,13 +34,34 @@ def init(**kwargs):
         return _default
 
 
+# After a failed init() from log(), retries wait 1 s, then 2, 4 ... up to 5 minutes, so a
+# broken configuration costs one attempt per backoff period, not one per log() call.
+_retry_at = 0.0
+_retry_wait = 0.0
+_lost_frames = 0  # frames log() could not hand to any exporter (logged with each retry)
+
+
 def log(frame, step=None) -> None:
     """Log to the process-wide exporter, creating one with defaults on first use."""
+    global _retry_at, _retry_wait, _lost_frames
     ex = _default
     if ex is None:
+        import time
+        now = time.monotonic()
+        if now < _retry_at:
+            _lost_frames += 1
+            return
         try:
             ex = init()
-        except Exception:  # never raise into the training loop
+            _retry_wait = 0.0
+        except Exception as e:  # never raise into the training loop
+            _lost_frames += 1
+            _retry_wait = min(300.0, max(1.0, _retry_wait * 2))
+            _retry_at = now + _retry_wait
+            import logging
+            logging.getLogger("rl_exporter").error(
+                "rl-exporter: init() failed (%r); %d frame(s) not exported so far; next try "
+                "in %g s", e, _lost_frames, _retry_wait)
             return
     ex.log(frame, step)
 

@@ -39,15 +39,18 @@ class StoreCollector(Collector):
 
     def collect(self):
         families: dict[str, PromMetric] = {}
+        # One template per (store, metric), replaced when the metric gains series; the cache
+        # is rebuilt each scrape, so templates of removed stores or old sizes do not pile up.
+        old, cache = self._cache, {}
         for store in list(self.stores):
             values = store.values
             for metric, ids in store.snapshot():
-                key = (id(store), metric.name, len(ids))
-                tmpl = self._cache.get(key)
-                if tmpl is None:
-                    tmpl = self._template(store, metric, ids)
-                    self._cache[key] = tmpl
-                name, sample_name, label_dicts = tmpl
+                key = (id(store), metric.name)
+                entry = old.get(key)
+                if entry is None or entry[0] != len(ids):
+                    entry = (len(ids), self._template(store, metric, ids))
+                cache[key] = entry
+                name, sample_name, label_dicts = entry[1]
                 fam = families.get(metric.name)
                 if fam is None:
                     unit = _UNIT_SUFFIX.get(metric.unit, "")
@@ -57,6 +60,7 @@ class StoreCollector(Collector):
                     families[metric.name] = fam
                 fam.samples.extend([Sample(sample_name, lab, values[i], None, None)
                                     for lab, i in zip(label_dicts, ids)])
+        self._cache = cache
         if self.extra is not None:
             for store, metric_name, labels, value in self.extra():
                 metric = store.catalog.metrics[metric_name]

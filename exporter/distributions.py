@@ -5,8 +5,9 @@ become observations of a catalog HISTOGRAM metric, served by OTel (Prometheus
 `_bucket/_sum/_count`, OTLP), so Grafana can draw heatmaps and PromQL can take
 `histogram_quantile` over time. Buckets are the metric's, from the catalog.
 
-No Python per-element work: bucket counts are computed on the tensor's device
-(torch.bucketize + one scatter/bincount, numpy.searchsorted + bincount), packed
+No Python per-element work for tensors and arrays: bucket counts are computed on
+the tensor's device (torch.bucketize + one scatter/bincount, numpy.searchsorted +
+bincount), packed
 with sum/min/max into one float64 vector and moved to the host in ONE transfer.
 On CUDA the kernels are only enqueued on the caller's stream and the copy goes to
 pinned memory with non_blocking=True; a background thread polls the copy's event
@@ -22,6 +23,7 @@ rl_exporter_nonfinite_values_total{metric}.
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import numbers
@@ -63,11 +65,7 @@ class Distributions:
             _error(self.exporter, "observe", e)
 
     def _reject(self, reason: str, message: str) -> None:
-        self.exporter.store.rejected[reason] += 1
-        if reason not in self._logged:
-            self._logged.add(reason)
-            log.warning("rl-exporter: %s (counted in rl_exporter_values_rejected_total"
-                        "{reason=%r}; logged once)", message, reason)
+        self.exporter.counts.reject(reason, message)
 
     def _metric(self, name):
         full = ALIASES.get(name, name) if isinstance(name, str) else None
@@ -91,16 +89,18 @@ class Distributions:
         return attrs
 
     def _observe_host(self, metric, attrs, values) -> None:
-        import numpy as np
         if isinstance(values, (str, bytes)) or values is None:
             self._reject("type", f"observe({metric.name}): got a {type(values).__name__}")
             return
+        # numpy is optional (not a dependency): used when the process has it loaded,
+        # else a bisect per value in plain Python
+        np = sys.modules.get("numpy")
+        if np is None or isinstance(values, numbers.Real) or not hasattr(values, "__len__"):
+            self._observe_python(metric, attrs, values)
+            return
         try:
-            if isinstance(values, numbers.Real):
-                v = np.asarray([float(values)], dtype=np.float64)
-            else:
-                v = np.asarray(values, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
+            v = np.asarray(values, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
             self._reject("type", f"observe({metric.name}): values of type "
                          f"{type(values).__name__} are not numbers")
             return
@@ -118,6 +118,37 @@ class Distributions:
                         nonfinite)
         else:
             self._merge(metric, attrs, None, 0.0, math.inf, -math.inf, nonfinite)
+
+    def _observe_python(self, metric, attrs, values) -> None:
+        """Lists, tuples, iterables and single numbers, without numpy: a bisect per value
+        (a few hundred values per call is the usual size)."""
+        try:
+            if isinstance(values, numbers.Real):
+                vals = [float(values)]
+            else:
+                vals = [float(x) for x in values]
+        except (TypeError, ValueError, OverflowError):
+            self._reject("type", f"observe({metric.name}): values of type "
+                         f"{type(values).__name__} are not numbers")
+            return
+        if not vals:
+            return
+        bounds = metric.buckets
+        counts = [0] * (len(bounds) + 1)
+        total, vmin, vmax, nonfinite = 0.0, math.inf, -math.inf, 0
+        left = bisect.bisect_left  # bounds[i-1] < v <= bounds[i]: Prometheus `le`
+        for x in vals:
+            if x - x != 0.0:
+                nonfinite += 1
+                continue
+            counts[left(bounds, x)] += 1
+            total += x
+            if x < vmin:
+                vmin = x
+            if x > vmax:
+                vmax = x
+        self._merge(metric, attrs, counts if nonfinite < len(vals) else None, total, vmin, vmax,
+                    nonfinite)
 
     def _observe_tensor(self, torch, metric, attrs, values) -> None:
         if values.numel() == 0:
@@ -167,7 +198,7 @@ class Distributions:
 
     def _merge(self, metric, attrs, counts, total, vmin, vmax, nonfinite) -> None:
         if nonfinite:
-            self.exporter.store.nonfinite[metric.name] += nonfinite
+            self.exporter.counts.add_nonfinite(metric.name, nonfinite)
         if counts is None:
             return
         inst = self.exporter.telemetry.histogram(metric.name)

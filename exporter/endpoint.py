@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -20,6 +21,11 @@ DEFAULT_ADDR = "127.0.0.1"
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = False  # a second exporter on the same port must fail, not share it
+    request_queue_size = 128     # listen backlog: socketserver's 5 refuses concurrent scrapers
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -70,7 +76,9 @@ class Endpoint:
 
     def start(self) -> None:
         """Bind and serve in a daemon thread. Raises OSError if the port is taken."""
-        self._server = make_server(self.addr, self.port, self._app, _Server, _QuietHandler)
+        # an IPv6 literal ("::1", "::") needs an AF_INET6 socket; names and IPv4 stay AF_INET
+        cls = _Server6 if ":" in self.addr else _Server
+        self._server = make_server(self.addr.strip("[]"), self.port, self._app, cls, _QuietHandler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="rl-exporter-http",
                                         daemon=True)
@@ -80,9 +88,12 @@ class Endpoint:
     def url(self) -> str | None:
         if self._server is None:
             return None
-        host = self.addr if ":" not in self.addr else f"[{self.addr}]"
-        if host in ("0.0.0.0", "[::]", ""):
-            host = "127.0.0.1"
+        addr = self.addr.strip("[]")
+        if addr in ("0.0.0.0", ""):
+            addr = "127.0.0.1"
+        elif addr == "::":
+            addr = "::1"
+        host = f"[{addr}]" if ":" in addr else addr
         return f"http://{host}:{self.port}/metrics"
 
     def stop(self) -> None:

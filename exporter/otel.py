@@ -33,42 +33,79 @@ def _histogram_views(catalog: Catalog) -> list[View]:
             for m in catalog.metrics.values() if m.kind == HISTOGRAM]
 
 
-def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None):
+def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None, on_error=None):
     try:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics.export import MetricExportResult
     except ImportError as e:  # optional extra
         raise RuntimeError("OTLP push needs the 'otlp' extra: pip install 'rl-exporter[otlp]'") from e
     if not endpoint.rstrip("/").endswith("/v1/metrics"):
         endpoint = endpoint.rstrip("/") + "/v1/metrics"
-    return PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint, headers=headers),
-                                         export_interval_millis=interval_s * 1000)
+
+    class CountingExporter(OTLPMetricExporter):
+        """Counts each failed push (collector down, slow, refusing) as
+        rl_exporter_errors_total{kind="otlp_export"}: the SDK only logs it."""
+
+        def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+            try:
+                result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+            except Exception as e:
+                result = e
+            if result is not MetricExportResult.SUCCESS and on_error is not None:
+                on_error("otlp_export", None, f"OTLP push to {endpoint} failed ({result}); "
+                         "each failed push is counted")
+            return result if isinstance(result, MetricExportResult) else MetricExportResult.FAILURE
+
+    # a push never waits longer than the interval for a slow collector
+    exporter = CountingExporter(endpoint=endpoint, headers=headers, timeout=max(1.0, interval_s))
+    return PeriodicExportingMetricReader(exporter, export_interval_millis=interval_s * 1000,
+                                         export_timeout_millis=max(1.0, interval_s) * 1000)
 
 
 class Telemetry:
     def __init__(self, registry, resource_attrs: dict, *, catalog: Catalog = CATALOG,
                  otlp_endpoint: str | None = None, otlp_interval_s: float = 15.0,
-                 scope_labels: bool = False):
+                 scope_labels: bool = False, on_error=None):
         self.catalog = catalog
+        self._on_error = on_error  # (kind, exc, message): the exporter's counted errors
         self.resource = Resource.create({k: v for k, v in resource_attrs.items() if v})
         readers = [PrometheusMetricReader(disable_target_info=True,
                                           scope_info_enabled=scope_labels, registry=registry)]
         self.otlp_endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
         self._gauge_provider = None
         if self.otlp_endpoint:
-            readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s))
+            # OTLP is set from the environment by operators (OTEL_EXPORTER_OTLP_ENDPOINT):
+            # a missing extra or a bad endpoint costs OTLP push, never the trainer's start
+            try:
+                readers.append(_otlp_reader(self.otlp_endpoint, otlp_interval_s,
+                                            on_error=self._error))
+            except Exception as e:
+                self._error("otlp", e, f"OTLP push to {self.otlp_endpoint} is off: {e}")
+                self.otlp_endpoint = None
         # shutdown_on_exit=False: Exporter.close() (also run at exit) shuts down in order
         self.provider = MeterProvider(resource=self.resource, metric_readers=readers,
                                       views=_histogram_views(catalog), shutdown_on_exit=False)
         self.meter = self.provider.get_meter(SCOPE, __version__)
         self._instruments: dict[str, object] = {}
+        self._stores = []
         if self.otlp_endpoint:
-            self._gauge_provider = MeterProvider(
-                resource=self.resource,
-                metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s)],
-                shutdown_on_exit=False)
-            self._stores = []
+            try:
+                self._gauge_provider = MeterProvider(
+                    resource=self.resource,
+                    metric_readers=[_otlp_reader(self.otlp_endpoint, otlp_interval_s,
+                                                on_error=self._error)],
+                    shutdown_on_exit=False)
+            except Exception as e:
+                self._error("otlp", e, f"OTLP push of gauges to {self.otlp_endpoint} is off: {e}")
+                return
             self._gauge_meter = self._gauge_provider.get_meter(SCOPE, __version__)
             self._mirrored: set[str] = set()
+
+    def _error(self, kind, exc, message):
+        if self._on_error is not None:
+            self._on_error(kind, exc, message)
+        else:
+            log.error("rl-exporter: %s", message)
 
     def histogram(self, name: str):
         """The OTel histogram for a catalog HISTOGRAM metric (buckets from the catalog)."""
@@ -116,14 +153,33 @@ class Telemetry:
         return observe
 
     def force_flush(self, timeout_ms: int = 5000) -> None:
-        self.provider.force_flush(timeout_ms)
-        if self._gauge_provider is not None:
-            self._gauge_provider.force_flush(timeout_ms)
+        """Push now, within timeout_ms in all (a slow or absent collector costs the wait,
+        bounded; a failed push is counted as errors{kind="otlp"})."""
+        import time
+        end = time.monotonic() + timeout_ms / 1000.0
+        for p in (self.provider, self._gauge_provider):
+            if p is None:
+                continue
+            left = int(max(0.0, end - time.monotonic()) * 1000)
+            try:
+                if not p.force_flush(left):
+                    self._error("otlp", None, "OTLP flush did not complete in time")
+            except Exception as e:
+                self._error("otlp", e, f"OTLP flush failed: {e!r}")
 
-    def shutdown(self) -> None:
+    def close(self, deadline: float) -> None:
+        """Last push (when OTLP is on) and shutdown, together bounded by `deadline`
+        (time.monotonic()), with a floor of 0.5 s for the push."""
+        import time
+        if self.otlp_endpoint:
+            self.force_flush(int(max(0.5, deadline - time.monotonic()) * 1000))
+        self.shutdown(int(max(0.1, deadline - time.monotonic()) * 1000))
+
+    def shutdown(self, timeout_ms: int = 5000) -> None:
+        """Stop the providers; a final push to a slow collector waits at most timeout_ms."""
         for p in (self.provider, self._gauge_provider):
             if p is not None:
                 try:
-                    p.shutdown()
+                    p.shutdown(timeout_millis=timeout_ms)
                 except Exception as e:  # shutting down must not raise into the caller
                     log.debug("meter provider shutdown: %s", e)

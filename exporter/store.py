@@ -13,6 +13,7 @@ import threading
 from collections import defaultdict
 
 from .catalog import CATALOG, COUNTER, INFO, Catalog, Metric
+from .self_metrics import Counts
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,7 @@ DEFAULT_SERIES_LIMIT = 2000  # per metric; OTel's default cardinality limit is t
 
 class Store:
     def __init__(self, run: str, catalog: Catalog = CATALOG,
-                 series_limit: int = DEFAULT_SERIES_LIMIT):
+                 series_limit: int = DEFAULT_SERIES_LIMIT, counts: Counts | None = None):
         self.run = run
         self.catalog = catalog
         self.series_limit = series_limit
@@ -32,8 +33,10 @@ class Store:
         self._index: dict[tuple, int] = {}
         self._by_metric: dict[str, list[int]] = defaultdict(list)
         self._states: dict[tuple, dict[str, int]] = {}  # (metric, base labels) -> state -> id
-        self.nonfinite: dict[str, int] = defaultdict(int)
-        self.rejected: dict[str, int] = defaultdict(int)
+        # the one loss registry (self_metrics.Counts), shared with the exporter that owns us
+        self.counts = counts if counts is not None else Counts()
+        self.nonfinite = self.counts.nonfinite
+        self.rejected = self.counts.rejected
         self.version = 0  # bumped when series are added (collector caches per version)
 
     # ------------------------------------------------------------ series
@@ -84,11 +87,14 @@ class Store:
         if sid is None:
             self.rejected["series_limit"] += 1
             return False
-        value = float(value)
-        if value != value or value in (math.inf, -math.inf):
-            self.nonfinite[m.name] += 1
-        self.values[sid] = value
+        self.put(sid, float(value))
         return True
+
+    def put(self, sid: int, value: float) -> None:
+        """Write a float to a series: the one place non-finite values are counted."""
+        if value - value != 0.0:  # NaN or +/-Inf: exported as they are, and counted
+            self.nonfinite[self.metrics[sid].name] += 1
+        self.values[sid] = value
 
     def inc(self, metric: str, labels: dict[str, str] | None = None, amount: float = 1.0) -> None:
         m = self.catalog.metrics[metric]

@@ -46,8 +46,6 @@ PHASE_HIST = "rl_phase_timing_seconds"
 PER_TOKEN = "rl_phase_time_per_token_seconds"
 DEVICE_TIMEOUT_S = 120.0
 
-_CREATE_LOCK = threading.RLock()  # timers_of() creates the resolver inside it
-
 
 # ================================================================ background resolver
 class DeviceResolver:
@@ -65,6 +63,7 @@ class DeviceResolver:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.timeouts = 0
+        self._drain_until = 0.0
 
     def submit(self, ready, run, on_timeout=None, timeout: float = DEVICE_TIMEOUT_S) -> None:
         self._tasks.append((ready, run, on_timeout, time.monotonic() + timeout))
@@ -117,31 +116,59 @@ class DeviceResolver:
 
     def _loop(self) -> None:
         while True:
-            closed = getattr(self.exporter, "_closed", False)
+            closed = getattr(self.exporter, "closed", False)
             busy = self.run_once()
-            if closed:
+            if closed and (not busy or time.monotonic() > self._drain_until):
                 return
             self._wake.wait(self.poll if busy else self.idle)
             self._wake.clear()
 
+    def drain(self, timeout: float) -> None:
+        """After the exporter closed: keep polling pending device work until it is done or
+        `timeout` passed (what is left then is counted by the tasks' on_timeout)."""
+        self._drain_until = time.monotonic() + timeout
+        self._wake.set()
+        t = self._thread
+        if t is not None:
+            t.join(timeout + self.poll + 0.05)
+        # the thread may have seen `closed` and left before the drain began: poll here
+        while self.run_once() and time.monotonic() < self._drain_until:
+            time.sleep(self.poll)
+        if self._tasks:  # not completed in time: counted, not silently forgotten
+            for _ready, _run, on_timeout, _deadline in list(self._tasks):
+                self.timeouts += 1
+                if on_timeout is not None:
+                    on_timeout()
+            self._tasks.clear()
 
+
+# The exporter interface used here (and by distributions.py): `exporter.helper(name,
+# factory)`, `exporter.frames_logged`, `exporter.closed`, `exporter.counts` (error / reject /
+# add_nonfinite), `exporter.store`, `exporter.telemetry`, `exporter.run`. At close() the
+# exporter ends the open window (end_step) and drains the resolver, so the last window is
+# published once its device events complete, within close()'s timeout.
 def _error(exporter, kind, exc, message=None):
-    err = getattr(exporter, "_error", None)
-    if err is not None:
-        err(kind, exc, message)
-    else:
-        log.error("rl-exporter: %s failed: %r", kind, exc)
+    counts = getattr(exporter, "counts", None)
+    if counts is not None:
+        counts.error(kind, exc, message)
+    else:  # an object standing in for an Exporter (tests, other owners of a store)
+        log.error("rl-exporter: %s", message or f"{kind} failed: {exc!r}")
 
 
-def attached(exporter, attr: str, factory):
-    """The exporter's helper object `attr`, created by factory(exporter) on first use.
-    Helpers hang off the exporter so an exporter without timers or observe() pays nothing."""
-    obj = exporter.__dict__.get(attr)
+_ATTACH_LOCK = threading.RLock()
+
+
+def attached(exporter, name: str, factory):
+    """The exporter's helper object `name`, created by factory(exporter) on first use."""
+    helper = getattr(exporter, "helper", None)
+    if helper is not None:
+        return helper(name, factory)
+    obj = exporter.__dict__.get(name)  # an object standing in for an Exporter
     if obj is None:
-        with _CREATE_LOCK:
-            obj = exporter.__dict__.get(attr)
+        with _ATTACH_LOCK:
+            obj = exporter.__dict__.get(name)
             if obj is None:
-                obj = exporter.__dict__[attr] = factory(exporter)
+                obj = exporter.__dict__[name] = factory(exporter)
     return obj
 
 
@@ -178,22 +205,30 @@ class Phase:
     """Context manager and decorator for one phase. A handle may be entered again
     after it exits (and from several threads); `.tokens` may be set inside the block."""
 
-    __slots__ = ("_timers", "phase", "tokens", "cuda", "_stack")
+    __slots__ = ("_timers", "phase", "tokens", "cuda", "_local")
 
     def __init__(self, timers: "PhaseTimers", phase: str, tokens=None, cuda=None):
         self._timers, self.phase, self.tokens, self.cuda = timers, phase, tokens, cuda
-        self._stack: list = []
+        self._local = threading.local()  # each thread's own stack of open entries
+
+    def _stack(self) -> list:
+        st = getattr(self._local, "stack", None)
+        if st is None:
+            st = self._local.stack = []
+        return st
 
     def __enter__(self):
+        stack = self._stack()
         try:
-            self._stack.append(self._timers._enter(self.phase, self.cuda))
+            stack.append(self._timers._enter(self.phase, self.cuda))
         except Exception as e:
             _error(self._timers.exporter, "timer", e)
-            self._stack.append(None)
+            stack.append(None)
         return self
 
     def __exit__(self, *exc):
-        state = self._stack.pop() if self._stack else None
+        stack = self._stack()
+        state = stack.pop() if stack else None
         try:
             self._timers._exit(self.phase, state, self.tokens)
         except Exception as e:
@@ -239,7 +274,7 @@ class PhaseTimers:
         self.resolver.wake()
 
     def _window_id(self) -> int:
-        return getattr(self.exporter, "_received", 0) + self._manual
+        return getattr(self.exporter, "frames_logged", 0) + self._manual
 
     def _enter(self, phase, cuda):
         depth = self._local.__dict__.setdefault("depth", {})

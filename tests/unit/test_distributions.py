@@ -145,8 +145,16 @@ def test_no_per_element_python_work(ex, kind, monkeypatch):
     hist = ex.telemetry.histogram("rl_token_logprob_gap")
     monkeypatch.setattr(hist, "record", lambda *a, **k: pytest.fail("per-value record()"))
     ex.observe("logprob_gap", small)                   # warm caches
-    calls_small = python_calls(lambda: ex.observe("logprob_gap", small))
-    calls_big = python_calls(lambda: ex.observe("logprob_gap", big))
+    # no collection mid-count: finalizers of other tests' objects (weakref callbacks) would
+    # run here and count as our calls
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        calls_small = python_calls(lambda: ex.observe("logprob_gap", small))
+        calls_big = python_calls(lambda: ex.observe("logprob_gap", big))
+    finally:
+        gc.enable()
     assert calls_big == calls_small                    # independent of the number of values
     assert calls_big < 200
     _, count, _ = buckets(ex, "rl_token_logprob_gap")

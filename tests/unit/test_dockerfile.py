@@ -179,6 +179,65 @@ def test_dockerignore_sends_only_the_package():
     assert not any("__pycache__" in r for r in rels)
 
 
+README_LOOP_PRELUDE = """\
+import random
+
+import exporter.hook
+from prometheus_client import generate_latest
+
+_close = exporter.hook.Exporter.close
+
+
+def close_after_last_scrape(self, *a, **k):  # what Prometheus saw last, before close()
+    global TEXT
+    self.flush()
+    TEXT = generate_latest(self.registry).decode()
+    _close(self, *a, **k)
+
+
+exporter.hook.Exporter.close = close_after_last_scrape
+total_steps, prompts = 5, ["p"] * 6
+
+
+class Batch:
+    def __init__(self):
+        self.rewards = [random.random() for _ in prompts]  # a plain list: no numpy needed
+
+
+def rollout(prompts):
+    return Batch()
+
+
+class trainer:
+    @staticmethod
+    def update(batch):
+        return {"actor/pg_loss": 0.5, "actor/pg_clipfrac": 0.1, "critic/score/mean": 0.4}
+
+
+"""
+
+README_LOOP_CHECK = """
+text = TEXT
+relevant = "\\n".join(l for l in text.splitlines() if l.startswith(('rl_sample_reward_bucket{le="+Inf"',
+                       "rl_exporter_errors", "rl_training_step{", "rl_exporter_values_rejected")))
+print(relevant)
+text = relevant
+assert 'rl_sample_reward_bucket{le="+Inf",run="grpo-qwen3-8b-a"} 30.0' in text, text
+assert 'rl_exporter_errors_total' not in text, text
+assert 'rl_training_step{run="grpo-qwen3-8b-a"} 4.0' in text, text
+print("readme loop ok")
+"""
+
+
+def readme_loop() -> str:
+    """The first python block of README.md's "In a training loop" section."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## In a training loop"):]
+    m = re.search(r"```python\n(.*?)```", section, re.S)
+    assert m, "README lost its training-loop example"
+    return m.group(1)
+
+
 @pytest.mark.integration
 def test_build_context_installs(tmp_path):
     """The image's steps without an engine: wheel from the filtered context, install, run."""
@@ -193,16 +252,17 @@ def test_build_context_installs(tmp_path):
     if r.returncode != 0 and ("No matching distribution" in r.stderr or "NewConnectionError" in r.stderr):
         pytest.skip(f"no package index reachable for the build backend: {r.stderr[-300:]}")
     assert r.returncode == 0, r.stderr[-2000:]
+    # An isolated venv (no system site-packages): the wheel's declared dependencies are all it
+    # gets, so an undeclared runtime import (numpy, say) fails here instead of passing by luck.
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(system_site_packages=False, with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
     wheel = next(wheels.glob("rl_exporter-*.whl"))
-    # install with the running interpreter's pip into the venv's site-packages
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
     site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                        "--target", site, str(wheel)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = subprocess.run([str(py), "-c", "import exporter; print(exporter.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, env=env)
@@ -210,6 +270,12 @@ def test_build_context_installs(tmp_path):
     r = subprocess.run([str(py), "-m", "exporter.cli", "--help"], cwd=tmp_path, capture_output=True,
                        text=True, env=env)
     assert r.returncode == 0 and "demo" in r.stdout, r.stdout + r.stderr
+    # the README's training-loop example, verbatim, with stand-ins for the trainer
+    script = tmp_path / "readme_loop.py"
+    script.write_text(README_LOOP_PRELUDE + readme_loop() + README_LOOP_CHECK)
+    r = subprocess.run([str(py), str(script)], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     # the packaged catalog is complete (package data / subpackages made it into the wheel)
     r = subprocess.run([str(py), "-m", "exporter.cli", "catalog", "--json"], cwd=tmp_path,
                        capture_output=True, text=True, env=env)

@@ -187,17 +187,17 @@ def test_log_after_close_is_counted_not_raised():
 def test_queue_full_drops_the_oldest_frames_and_counts_them():
     ex = Exporter(run="t", framework="verl", serve=False, queue_size=4)
     gate, seen = threading.Event(), []
-    original = ex._process
+    original = ex._worker.process
 
     def slow(frame, step, ts):
         gate.wait(5)
         seen.append(step)
         original(frame, step, ts)
 
-    ex._process = slow
+    ex._worker.process = slow
     try:
         ex.log({"actor/pg_clipfrac": 0.0}, step=0)
-        while not ex._busy:  # the worker has taken frame 0 and waits on the gate
+        while not ex._worker.busy:  # the worker has taken frame 0 and waits on the gate
             pass
         for i in range(1, 11):
             ex.log({"actor/pg_clipfrac": float(i)}, step=i)
@@ -286,7 +286,7 @@ def test_module_level_convenience(port):
 def test_context_manager_closes():
     with Exporter(run="c", serve=False) as ex:
         ex.log({"actor/pg_clipfrac": 0.1})
-    assert ex._closed and not ex._worker.is_alive()
+    assert ex.closed and not ex._worker.thread.is_alive()
 
 
 def test_spool_replays_to_the_same_series(tmp_path):

@@ -8,28 +8,58 @@ from pathlib import Path
 
 from exporter.catalog import CATALOG
 
-_CANDIDATES = (
-    os.environ.get("RLX_FRAMEWORK_KEYS", ""),
-    str(Path(__file__).resolve().parents[3] / "shared" / "research" / "framework-keys.json"),
-    "/work/shared/research/framework-keys.json",
-)
+_FILE = Path("research") / "framework-keys.json"
+_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _shared_dir() -> Path | None:
+    """The team's shared/ directory: $RLX_SHARED_DIR, else a `shared/` beside this checkout or
+    one of its parents, else beside the main checkout of a git worktree. No fixed path."""
+    env = os.environ.get("RLX_SHARED_DIR")
+    if env:
+        return Path(env)
+    roots = [_ROOT, *_ROOT.parents]
+    try:  # a git worktree: its main checkout's parents too
+        import subprocess
+        common = subprocess.run(["git", "-C", str(_ROOT), "rev-parse", "--git-common-dir"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+        if common:
+            main = (_ROOT / common).resolve().parent
+            roots += [main, *main.parents]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    for r in roots:
+        if (r / "shared" / _FILE).is_file():
+            return r / "shared"
+    return None
+
+
+def _keys_path() -> Path | None:
+    if os.environ.get("RLX_FRAMEWORK_KEYS"):
+        return Path(os.environ["RLX_FRAMEWORK_KEYS"])
+    shared = _shared_dir()
+    return None if shared is None else shared / _FILE
 
 
 def framework_keys() -> dict | None:
     """The research file framework-keys.json where this checkout can see it, else None."""
-    for path in _CANDIDATES:
-        if path and Path(path).is_file():
-            return json.loads(Path(path).read_text())
-    return None
+    path = _keys_path()
+    if path is None:
+        return None
+    if not path.is_file():  # named explicitly but absent: say so rather than skip quietly
+        raise FileNotFoundError(f"framework-keys.json not found at {path} "
+                                "(RLX_FRAMEWORK_KEYS / RLX_SHARED_DIR)")
+    return json.loads(path.read_text())
 
 
 def research_entry(framework: str) -> dict:
     """framework-keys.json's entry for `framework`, skipping the test where the file is not
-    mounted (a checkout without ../shared)."""
+    mounted (a checkout without shared/; under RLX_REQUIRE_ALL=1 the skip is a failure)."""
     import pytest
     data = framework_keys()
     if data is None:
-        pytest.skip("framework-keys.json not mounted here")
+        pytest.skip("framework-keys.json not found: set RLX_SHARED_DIR=<dir holding "
+                    "research/framework-keys.json> or RLX_FRAMEWORK_KEYS=<file>")
     return data[framework]
 
 

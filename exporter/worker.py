@@ -1,0 +1,322 @@
+"""The exporter's worker thread: takes frames off the queue, resolves each key once
+through the catalog (cached as a slot), coerces values and writes the store.
+
+A slot says what to do with a key: an int is "store the float at series id i"
+(the hot case); the _Slot classes cover scaling, counters, state sets, the step
+key, unknown keys under the fallback cap, and drops (counted by reason).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+
+from .catalog import COUNTER, STATE
+from .coerce import Coercer
+from .self_metrics import Counts
+from .store import Store
+
+log = logging.getLogger("rl_exporter")
+
+KEY_CACHE_LIMIT = 100_000  # resolved keys kept; past it, unknown keys are resolved each time
+# Resolving a key the worker has not seen costs tens of microseconds of catalog matching.
+# A run that invents keys without end (ids in key names) would keep the worker busy for
+# good, and a busy worker slows the training thread through the GIL. New keys are
+# therefore resolved from a token bucket: a burst of NEW_KEY_BURST (start-up frames),
+# then NEW_KEY_RATE per second; values of keys over budget are counted as rejected
+# (reason key_budget) and their keys tried again later.
+NEW_KEY_BURST = 20_000
+NEW_KEY_RATE = 1_000.0
+
+
+class _Slot:
+    """What to do with a key other than 'store a float at index i'."""
+    __slots__ = ()
+
+
+class _Scaled(_Slot):
+    __slots__ = ("sid", "scale")
+
+    def __init__(self, sid, scale):
+        self.sid, self.scale = sid, scale
+
+
+class _Counter(_Slot):
+    __slots__ = ("sid",)
+
+    def __init__(self, sid):
+        self.sid = sid
+
+
+class _State(_Slot):
+    __slots__ = ("metric", "labels")
+
+    def __init__(self, metric, labels):
+        self.metric, self.labels = metric, labels
+
+
+class _Step(_Slot):
+    __slots__ = ()
+
+
+class _Fallback(_Slot):
+    __slots__ = ("sid",)
+
+    def __init__(self, sid):
+        self.sid = sid
+
+
+class _New(_Slot):
+    """Resolved, but the series is created only once a valid value arrives, so a
+    rejected value never leaves a NaN series behind."""
+    __slots__ = ("resolution",)
+
+    def __init__(self, resolution):
+        self.resolution = resolution
+
+
+class _Drop(_Slot):
+    __slots__ = ("reason",)
+
+    def __init__(self, reason):
+        self.reason = reason  # 'ignored' | 'fallback_cap' | 'series_limit'
+
+
+_STEP = _Step()
+_IGNORED = _Drop("ignored")
+_FALLBACK_CAP = _Drop("fallback_cap")
+_KEY_BUDGET = _Drop("key_budget")
+
+
+class Worker:
+    """Drains `queue` (a deque guarded by `qlock`, filled by Exporter.log())."""
+
+    def __init__(self, *, store: Store, catalog, framework: str, counts: Counts,
+                 queue: collections.deque, qlock: threading.Lock, fallback_limit: int,
+                 poll: float, frame_hist, run_attrs: dict, spool=None,
+                 expert_series: bool = False):
+        self.store, self.catalog, self.framework = store, catalog, framework
+        self.counts = counts
+        self.queue, self.qlock = queue, qlock
+        self.fallback_limit = fallback_limit
+        self.poll = poll
+        self.frame_hist, self.run_attrs = frame_hist, run_attrs
+        self.spool = spool                 # spool_writer.SpoolWriter or None
+        self.expert_series = expert_series  # per-expert MoE series are opt-in
+        self.coerce = Coercer(counts)
+        self.slots: dict = {}
+        self.fallback_keys = 0
+        self.last_step: float | None = None
+        self.last_frame_ts = float("nan")
+        self.busy = False
+        self._budget = float(NEW_KEY_BURST)
+        self._budget_t = time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="rl-exporter-worker", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    # ------------------------------------------------------------ loop
+    def _loop(self) -> None:
+        counts = self.counts
+        while True:
+            with self.qlock:
+                batch = list(self.queue)
+                self.queue.clear()
+                self.busy = bool(batch)
+            if batch:
+                for i, item in enumerate(batch):  # (frame, step, ts[, restored])
+                    end = self.coerce.deadline  # set by close()
+                    if end is not None and time.monotonic() > end:
+                        counts.drop("close_timeout", sum(len(x) == 3 for x in batch[i:]))
+                        break
+                    t0 = time.perf_counter()
+                    try:
+                        self.process(*item)
+                    except Exception as e:
+                        counts.error("process", e)
+                    try:
+                        self.frame_hist.record(time.perf_counter() - t0, self.run_attrs)
+                    except Exception as e:
+                        counts.error("self_histogram", e)
+                    # Hand the GIL over between frames: a training thread that released it
+                    # (any torch op does) would otherwise wait out the 5 ms switch interval.
+                    time.sleep(0)
+                self.busy = False
+                continue
+            self.busy = False
+            if self.stop.wait(self.poll):
+                with self.qlock:
+                    if self.queue:
+                        continue  # drain what arrived before close()
+                return
+
+    def process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
+        slots = self.slots
+        store = self.store
+        put = store.put
+        frame_step = None
+        starved = False  # out of new-key budget for the rest of this frame
+        over = 0
+        for k, v in frame.items():
+            slot = slots.get(k)
+            if slot is None:
+                if starved:
+                    over += 1
+                    continue
+                slot = self._slot_for(k)
+                if slot is _KEY_BUDGET:
+                    starved = True
+                    over += 1
+                    continue
+            if slot.__class__ is int:
+                tv = v.__class__
+                if tv is not float:
+                    if tv is int or tv is bool:
+                        try:
+                            v = float(v)
+                        except OverflowError:
+                            self.counts.reject("overflow")
+                            continue
+                    else:
+                        v = self.coerce.other(k, v)
+                        if v is None:
+                            continue
+                put(slot, v)  # the one place non-finite values are counted
+            else:
+                st = self._special(slot, k, v)
+                if st is not None:
+                    frame_step = st
+        if over:
+            self.counts.rejected["key_budget"] += over
+        if step is None:
+            step = frame_step
+        self._advance(step, ts)
+        if restored:  # exported and counted before a restart: values back, counts unchanged
+            return
+        if self.spool is not None:
+            self.spool.write(frame, step, ts, self.coerce)
+        self.counts.processed += 1
+        self.last_frame_ts = time.time()
+
+    def _advance(self, step, ts: float) -> None:
+        if step is None:
+            step = 0 if self.last_step is None else self.last_step + 1  # count frames
+        else:
+            step = self.coerce.number(None, step, count=False)
+            if step is None or step != step:
+                return
+        if step != self.last_step:
+            self.last_step = step
+            self.store.set("rl_training_step", step)
+            self.store.set("rl_training_step_timestamp_seconds", ts)
+
+    def _special(self, slot, key, v):
+        cls = slot.__class__
+        store = self.store
+        if cls is _New:
+            if v is None:
+                return None
+            num = self.coerce.number(key, v)
+            if num is None:
+                return None
+            slot = self._materialise(key, slot.resolution)
+            if slot.__class__ is int:
+                store.put(slot, num)
+                return None
+            return self._special(slot, key, num)
+        if cls is _Scaled:
+            v = self.coerce.number(key, v)
+            if v is not None:
+                store.put(slot.sid, v * slot.scale)
+        elif cls is _Step:
+            return self.coerce.number(key, v)
+        elif cls is _Counter:
+            v = self.coerce.number(key, v)
+            if v is not None:
+                if v < 0 or v != v:
+                    self.counts.reject("negative_counter" if v < 0 else "nonfinite_counter")
+                else:
+                    store.put(slot.sid, v)
+        elif cls is _State:
+            if v is None:
+                return None
+            if isinstance(v, str):
+                store.set_state(slot.metric, v, slot.labels)
+            else:
+                self.counts.reject("state_not_string")
+        elif cls is _Fallback:
+            self.counts.unknown += 1
+            v = self.coerce.number(key, v)
+            if v is not None:
+                store.put(slot.sid, v)
+        elif cls is _Drop:
+            if slot.reason == "ignored":
+                self.counts.ignored += 1
+            elif slot.reason == "fallback_cap":
+                self.counts.unknown += 1
+                self.counts.fallback_dropped += 1
+            else:
+                self.counts.rejected[slot.reason] += 1  # series_limit, key_budget
+        return None
+
+    def _slot_for(self, key):
+        """Resolve a key once and cache what to do with it."""
+        if self._budget < 1.0:  # refill only when empty: the common path is one compare
+            now = time.monotonic()
+            self._budget = min(NEW_KEY_BURST,
+                               self._budget + (now - self._budget_t) * NEW_KEY_RATE)
+            self._budget_t = now
+        if self._budget < 1.0:
+            if "key_budget" not in self.counts.rejected:
+                log.warning("rl-exporter: more than %d new metric keys per second; values of "
+                            "keys not resolved yet are counted, not exported "
+                            "(rl_exporter_values_rejected_total{reason=\"key_budget\"})",
+                            int(NEW_KEY_RATE))
+            return _KEY_BUDGET  # not cached: the key is tried again once there is budget
+        self._budget -= 1.0
+        orig = key
+        if not isinstance(key, str):
+            key = str(key)
+        r = self.catalog.resolve(key, self.framework)
+        if r.step:
+            slot = _STEP
+        elif r.ignored or (not self.expert_series and r.metric is not None
+                           and "expert" in r.metric.labels):
+            slot = _IGNORED
+        elif r.fallback:
+            if self.fallback_keys >= self.fallback_limit:
+                slot = _FALLBACK_CAP
+                if self.counts.fallback_dropped == 0:
+                    log.warning("rl-exporter: more than %d unknown keys; further unknown keys are "
+                                "counted, not exported (rl_exporter_fallback_keys_dropped_total)",
+                                self.fallback_limit)
+            else:
+                self.fallback_keys += 1  # reserved now so the cap holds even before values
+                slot = _New(r)
+        elif r.metric.kind == STATE:
+            slot = _State(r.metric, r.labels)
+        else:
+            slot = _New(r)
+        if len(self.slots) < KEY_CACHE_LIMIT:
+            self.slots[orig] = slot
+        return slot
+
+    def _materialise(self, key, r):
+        """First valid value of a resolved key: create its series and cache the fast slot."""
+        sid = self.store.series_id(r.metric, r.labels)
+        if sid is None:
+            slot = _Drop("series_limit")
+        elif r.fallback:
+            slot = _Fallback(sid)
+        elif r.metric.kind == COUNTER:
+            slot = _Counter(sid)
+        elif r.scale != 1.0:
+            slot = _Scaled(sid, r.scale)
+        else:
+            slot = sid
+        if key in self.slots:
+            self.slots[key] = slot
+        return slot
