@@ -303,7 +303,6 @@ class Exporter:
         rendering several exporters' stores (the sidecar) adds beside them."""
         return self.counts.series(self.store, len(self._queue), self._worker.last_frame_ts)
 
-    _self_metrics = self_metrics  # the name the sidecar used before it was public
 
     def health(self) -> dict:
         return {"status": "ok" if self._worker.thread.is_alive() else "error", "run": self.run,
@@ -339,34 +338,6 @@ class Exporter:
         self.counts.received += 1
         self._worker.process(frame, step, ts)
         self._worker.last_frame_ts = ts
-
-    # compatibility views for tests and callers of the old attribute names
-    @property
-    def _received(self) -> int:
-        return self.counts.received
-
-    @_received.setter
-    def _received(self, n: int) -> None:
-        self.counts.received = n
-
-    def _process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
-        self._worker.process(frame, step, ts, restored)
-
-    @property
-    def _last_frame_ts(self) -> float:
-        return self._worker.last_frame_ts
-
-    @_last_frame_ts.setter
-    def _last_frame_ts(self, ts: float) -> None:
-        self._worker.last_frame_ts = ts
-
-    @property
-    def _processed(self) -> int:
-        return self.counts.processed
-
-    @property
-    def _errors(self):
-        return self.counts.errors
 
     # ================================================================ timers, distributions
     # (exporter/timers.py, exporter/distributions.py; created on first use)

@@ -25,14 +25,9 @@ class Replay:
         self._prefix: dict = {}
 
     def apply(self, data: dict, step, ts: float) -> None:
-        """Process one frame now, on this thread, as the worker would have at `ts`.
-
-        The worker's loop only adds the queue around `_process`; calling it here keeps
-        frames in order without waiting for the worker thread per frame."""
-        ex = self.exporter
-        ex._received += 1
-        ex._process(data, step, ts)
-        ex._last_frame_ts = ts  # the worker stamps wall time; a replay stamps the frame's time
+        """Process one frame now, on this thread, as the worker would have at `ts`: in order,
+        without waiting for the worker thread per frame."""
+        self.exporter.process_now(data, step, ts)
 
     def render(self) -> list[str]:
         """`name{labels} value` for every series, as the collector renders it now."""

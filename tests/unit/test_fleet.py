@@ -53,7 +53,7 @@ def test_per_expert_series_are_opt_in(monkeypatch):
     try:
         names = lambda ex: Counter(s.name for f in ex.registry.collect() for s in f.samples)  # noqa: E731
         assert names(off)["rl_moe_expert_tokens"] == 0
-        assert names(off)["rl_exporter_ignored_keys_total"] == 1 and off._ignored >= 32
+        assert names(off)["rl_exporter_ignored_keys_total"] == 1 and off.stats()["ignored_keys"] >= 32
         assert names(on)["rl_moe_expert_tokens"] == 16 and names(on)["rl_moe_expert_load_ratio"] == 16
         assert names(env)["rl_moe_expert_tokens"] == 16
     finally:

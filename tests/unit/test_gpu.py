@@ -361,7 +361,7 @@ def test_serve_samples_gpus_once_from_start(monkeypatch, tmp_path):
                                              "task": "general"}) is None:
             time.sleep(0.02)
         while time.monotonic() < deadline + 5 and not any(
-                ex._processed for ex in sc.exporters.values()):
+                ex.stats()["frames_processed"] for ex in sc.exporters.values()):
             sc.poll_once()
             time.sleep(0.05)
         for ex in sc.exporters.values():

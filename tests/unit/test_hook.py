@@ -181,7 +181,7 @@ def test_log_after_close_is_counted_not_raised():
     ex.close()
     ex.log({"actor/pg_clipfrac": 1.0})
     ex.close()  # idempotent
-    assert ex._dropped["closed"] == 1
+    assert ex.stats()["frames_dropped"]["closed"] == 1
 
 
 def test_queue_full_drops_the_oldest_frames_and_counts_them():
@@ -265,7 +265,7 @@ def test_two_exporters_on_one_port_do_not_raise(port):
     b = Exporter(run="b", port=port)
     try:
         assert a.url and b.url is None
-        assert b._errors["bind"] == 1
+        assert b.stats()["errors"]["bind"] == 1
         b.log({"actor/pg_clipfrac": 0.3})  # still collects
         assert ("rl_policy_clip_ratio", ()) in scrape(b)
         assert b'run="a"' in urllib.request.urlopen(a.url).read()

@@ -30,16 +30,19 @@ EX = Exporter(run="prop", framework="verl", serve=False, fallback_limit=50)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(frames, min_size=1, max_size=5))
 def test_log_never_raises_and_exposition_stays_valid(batch):
-    before = EX._received
+    before = EX.stats()["frames_received"]
     for frame in batch:
         EX.log(frame)
     assert EX.flush()
     text = generate_latest(EX.registry).decode()
     families = list(text_string_to_metric_families(text))  # parses
     assert len({f.name for f in families}) == len(families)  # no duplicate families
-    assert EX._received - before == len(batch)
+    assert EX.stats()["frames_received"] - before == len(batch)
     # every frame handed to log() is processed or dropped with a counted reason
-    assert EX._processed + EX._dropped["not_a_mapping"] + EX._dropped["queue_full"] == EX._received
+    st = EX.stats()
+    dropped = st["frames_dropped"]
+    assert st["frames_processed"] + dropped.get("not_a_mapping", 0) + dropped.get("queue_full", 0) \
+        == st["frames_received"]
 
 
 @settings(max_examples=200, deadline=None)
