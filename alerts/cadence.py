@@ -450,7 +450,8 @@ class Timeline:
             name, labels = _key(key)
             if name.endswith("_total"):
                 # integrate each phase's rate over (prev, ts]
-                for t0, t1, ph, i in self.intervals:
+                first = max(bisect.bisect_right(self.starts, self.prev) - 1, 0)
+                for t0, t1, ph, i in self.intervals[first:bisect.bisect_left(self.starts, ts)]:
                     lo, hi = max(t0, self.prev), min(t1, ts)
                     if hi > lo:
                         rate = (self.values[i].get(key) or {}).get(ph)
