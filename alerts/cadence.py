@@ -6,6 +6,21 @@ lab ranges, seed 000/004 where 002 has none), and PATHOLOGIES[alert] edits them 
 step on. The generator turns steps into scrape samples (two per step), with per-step jitter and
 a checkpoint pause every CHECKPOINT_EVERY steps; counters accumulate, rates integrate over time.
 
+Values that depend on where in the step a scrape falls come from the step's phase timeline:
+- "=phases" (a '=' key is no series: it carries facts the generator and pathologies read) is
+  the step's [(phase, share)]: each phase in turn for its share of the step's
+  working time (its duration less a checkpoint pause; the pause is a `save_checkpoint` phase the
+  generator adds). A share of math.inf never closes: the trainer hangs inside that phase (use
+  with stop=True; the hung step is then the one in progress forever). From the timeline the
+  generator derives, per scrape, what the exporter shows: rl_phase_in_progress_start_timestamp_seconds
+  {phase} (the open phase's start, NaN once closed) and rl_phase_recent_median_duration_seconds
+  {phase} (median of its last 20 closed occurrences).
+- a key starting with '%' is read at each scrape from the step in progress (not the last completed
+  one). Its value is a number, or a dict {phase: value, "": value while no phase is open}. A '%'
+  counter (name ending in _total) holds {phase: rate per second while that phase is open}: it is
+  integrated exactly over the timeline into one series per phase, labelled phase="..." (NVML
+  busy/idle seconds attributed to the phase in progress).
+
 Each cadence file holds:
 - one healthy run of HEALTHY_STEPS steps: no alert of any severity fires at any evaluation;
 - per alert, the healthy run with the pathology from ONSET on: the alert fires, and the number
@@ -22,6 +37,7 @@ import json
 import math
 import random
 import re
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +55,12 @@ CHECKPOINT_PAUSE = (3, 300)    # ... of max(3 steps, 300 s)
 SAMPLES_PER_STEP = {"30s": 1, "2m": 2, "10m": 2}   # a 30 s, 1 min, 5 min scrape
 GIB = 2.0 ** 30
 LIMIT = 80 * GIB
+ENGINE = 'model_name="Qwen/Qwen2.5-7B-Instruct", engine="0"'          # vLLM's own labels
+ENGINE_UP = 'up{job="rl-rollout-engine", instance="engine-0:8000"}'       # its scrape target
+# vLLM's e2e latency buckets (exporter/catalog/engines.py); a run keeps those around its latencies
+VLLM_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
+                        60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+LATENCY_SIGMA = math.log(2.5) / 2.326    # lognormal: true p99/p50 = 2.5
 ALWAYS = {"rl_training_step", "rl_training_step_timestamp_seconds", "rl_step_duration_seconds", "up",
           "rl_run_info"}
 
@@ -51,10 +73,11 @@ def _logu(rng, lo, hi):
     return math.exp(rng.uniform(math.log(lo), math.log(hi)))
 
 
-def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS) -> dict[str, float]:
+def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int = 120) -> dict:
     """Values a healthy on-policy GRPO run logs at step k (1-based). Keys are series with their
     labels less `run`; a key starting with '+' is a per-step counter increment, '~' a rate
-    (per second) integrated into a counter, '@' a value sampled per scrape (hardware)."""
+    (per second) integrated into a counter, '@' a value sampled per scrape (hardware), '%' a value
+    that depends on the phase open at the scrape (module docstring). `step_s`: the nominal step."""
     p = k / span
     reward = min(0.87, max(0.53, 0.6 + 0.2 * p + _u(rng, -0.08, 0.08)))   # seed 002: 0.53-0.87
     kl = 0.001 + 0.01 * p + _u(rng, 0, 0.001)
@@ -121,6 +144,56 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS) -> dict[str, 
         v["rl_grad_norm"] = math.inf
         v["+rl_optimizer_nonfinite_skips_total"] = 1
         v["rl_optimizer_consecutive_nonfinite_skips"] = 1
+    v.update(_healthy_phases_and_engine(rng, step_s, v["rl_response_truncated_ratio"]))
+    return v
+
+
+def _latency_buckets(step_s: int) -> list[float]:
+    """vLLM's buckets around a run's request latencies (median ~0.175 step): fewer series."""
+    m = 0.175 * step_s
+    return [b for b in VLLM_LATENCY_BUCKETS if m / 4 <= b <= 16 * m] + [math.inf]
+
+
+def _latency_counts(step_s: int, n: int, median: float, tail: float = 0.0, tail_x: float = 12.0) -> dict:
+    """Cumulative bucket increments for n requests: lognormal around `median` (p99/p50 = 2.5),
+    a share `tail` of them stragglers at about tail_x times the median."""
+    def cdf(le):
+        if le == math.inf:
+            return 1.0
+        body = 0.5 * (1 + math.erf(math.log(le / median) / LATENCY_SIGMA / math.sqrt(2)))
+        slow = 0.5 * (1 + math.erf(math.log(le / (tail_x * median)) / 0.2 / math.sqrt(2)))
+        return (1 - tail) * body + tail * slow
+    le_text = lambda le: "+Inf" if le == math.inf else f"{le:g}"
+    return {f'+vllm:e2e_request_latency_seconds_bucket{{{ENGINE}, le="{le_text(le)}"}}': round(n * cdf(le))
+            for le in _latency_buckets(step_s)}
+
+
+def _healthy_phases_and_engine(rng: random.Random, step_s: int, truncated: float) -> dict:
+    """Phases, NVML time by phase and one colocated vLLM engine (drawn after every other value,
+    so adding them left the other series as they were)."""
+    gen = _u(rng, 0.4, 0.6)
+    busy = _u(rng, 0.5, 0.9)                      # NVML busy share in gen (a tuned rollout: 50-90 %)
+    requests = 256                                # 32 prompts x 8 samples per step
+    aborted = sum(rng.random() < 0.01 for _ in range(requests))            # ~1 % aborts
+    length = round((requests - aborted) * truncated)
+    v = {
+        "=phases": [("gen", gen), ("update_actor", 1 - gen)],
+        '%hw_gpu_phase_busy_seconds_total{gpu="0", rank="0"}': {"gen": busy, "update_actor": 0.92},
+        '%hw_gpu_phase_idle_seconds_total{gpu="0", rank="0"}': {"gen": 1 - busy, "update_actor": 0.08},
+        "%" + ENGINE_UP: 1,
+        # colocated engine: it generates during gen and sleeps (frees its batch) otherwise
+        f"%vllm:num_requests_running{{{ENGINE}}}": {"gen": rng.randint(20, 60), "": 0},
+        f"%vllm:num_requests_waiting{{{ENGINE}}}": {"gen": rng.randint(0, 10), "": 0},
+        f"vllm:kv_cache_usage_perc{{{ENGINE}}}": _u(rng, 0.5, 0.85),
+        # a couple of preemptions per hour
+        f"+vllm:num_preemptions_total{{{ENGINE}}}": 1 if rng.random() < step_s / 1800 else 0,
+        f'+vllm:request_success_total{{{ENGINE}, finished_reason="stop"}}': requests - aborted - length,
+        f'+vllm:request_success_total{{{ENGINE}, finished_reason="length"}}': length,
+        f'+vllm:request_success_total{{{ENGINE}, finished_reason="abort"}}': aborted,
+    }
+    median = _u(rng, 0.15, 0.2) * step_s         # request latency; true p99/p50 = 2.5
+    v.update({"=step_s": step_s, "=latency_median": median, "=requests": requests})
+    v.update(_latency_counts(step_s, requests, median))
     return v
 
 
@@ -161,6 +234,57 @@ def _validation_drop(v, i, rng):
     key = 'rl_validation_score{data_source="gsm8k", tier="core"}'
     if key in v:
         v[key] = 0.45 - 0.04 * (i // 20 + 1)
+
+
+_RUNNING = f"%vllm:num_requests_running{{{ENGINE}}}"
+_WAITING = f"%vllm:num_requests_waiting{{{ENGINE}}}"
+_BUSY = '%hw_gpu_phase_busy_seconds_total{gpu="0", rank="0"}'
+_IDLE = '%hw_gpu_phase_idle_seconds_total{gpu="0", rank="0"}'
+_OUTCOME = '+vllm:request_success_total{%s, finished_reason="%s"}'
+
+
+def _hung_gen(v, i, rng):
+    """gen opens and never closes; the GPUs sit at 0 % and the engine runs nothing."""
+    v["=phases"] = [("gen", math.inf)]
+    v[_BUSY] = {"gen": 0.0, "update_actor": 0.92}
+    v[_IDLE] = {"gen": 1.0, "update_actor": 0.08}
+    v[_RUNNING] = v[_WAITING] = {"": 0}
+
+
+def _idle_rollout(v, i, rng):
+    """gen waits on something else (a reward or tool server): GPUs 2-8 % busy, engine empty."""
+    busy = _u(rng, 0.02, 0.08)
+    v[_BUSY] = {"gen": busy, "update_actor": 0.92}
+    v[_IDLE] = {"gen": 1 - busy, "update_actor": 0.08}
+    v[_RUNNING] = v[_WAITING] = {"": 0}
+
+
+def _aborts(v, i, rng):
+    n = v["=requests"]
+    aborted = round(n * _u(rng, 0.09, 0.11))
+    length = round((n - aborted) * v["rl_response_truncated_ratio"])
+    v[_OUTCOME % (ENGINE, "abort")], v[_OUTCOME % (ENGINE, "length")] = aborted, length
+    v[_OUTCOME % (ENGINE, "stop")] = n - aborted - length
+
+
+def _kv_thrash(v, i, rng):
+    v[f"vllm:kv_cache_usage_perc{{{ENGINE}}}"] = _u(rng, 0.96, 0.99)
+    v[f"+vllm:num_preemptions_total{{{ENGINE}}}"] = round(v["rl_step_duration_seconds"] / 60 * _u(rng, 2, 4))
+
+
+def _long_tail(v, i, rng):
+    """4 % of requests straggle at ~12x the median latency: histogram p99/p50 ~ 9-13."""
+    v.update(_latency_counts(v["=step_s"], v["=requests"], v["=latency_median"], tail=0.04))
+
+
+def _engine_down(v, i, rng):
+    """The engine dies as the step starts: its target is down, its series are gone, and the
+    trainer waits in gen (still exporting)."""
+    _hung_gen(v, i, rng)
+    for key in list(v):
+        if "vllm:" in key:
+            v[key] = None
+    v["%" + ENGINE_UP] = 0
 
 
 PATHOLOGIES: dict[str, Pathology] = {
@@ -222,6 +346,20 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLGPUMemoryNearFull": Pathology(_set(peak=0.97 * LIMIT, usage=0.996 * LIMIT), {"30s": 5, "2m": 4, "10m": 4}),
     "RLGPUThrottling": Pathology(_set(thermal=lambda v, i, r: _u(r, 0.4, 0.6)), {"30s": 25, "2m": 8, "10m": 4}),
     "RLMultiTurnRunaway": Pathology(_set(turns_max=lambda v, i, r: r.randint(30, 40)), {"30s": 5, "2m": 4, "10m": 4}),
+    # Phases and rollout engines: engine series and NVML time are wall-clock windows (10 min,
+    # abort window 30 min) and `for:` 2-15 min, so at short steps they take more steps to fire.
+    "RLPhaseHung": Pathology(_hung_gen, {"30s": 30, "2m": 9, "10m": 6}, stop=True,
+                             note="step-times since the hung step began (a floor of 10 min + for 2 min)"),
+    "RLRolloutGPUIdle": Pathology(_idle_rollout, {"30s": 32, "2m": 12, "10m": 3},
+                                  note="steps; wall clock: 10 min window + for 10 min"),
+    "RLRolloutAbortsHigh": Pathology(_aborts, {"30s": 34, "2m": 14, "10m": 5},
+                                     note="steps; wall clock: 30 min window + for 5 min"),
+    "RLRolloutKVCacheThrash": Pathology(_kv_thrash, {"30s": 34, "2m": 13, "10m": 5},
+                                        note="steps; wall clock: 10 min window + for 10 min"),
+    "RLRolloutLongTail": Pathology(_long_tail, {"30s": 33, "2m": 13, "10m": 5},
+                                   note="steps; wall clock: 10 min window + for 15 min"),
+    "RLRolloutEngineDown": Pathology(_engine_down, {"30s": 14, "2m": 6, "10m": 4}, stop=True,
+                                     note="step-times since the engine went down (for 5 min)"),
 }
 
 
@@ -232,7 +370,7 @@ def _cadence(step_s: int) -> str:
 
 def _key(name: str) -> tuple[str, str]:
     """'+rl_x{a="b"}' -> ('rl_x', 'a="b"') (prefix dropped)."""
-    m = re.fullmatch(r"[+~@]?([a-zA-Z_:][\w:]*)(?:\{(.*)\})?", name)
+    m = re.fullmatch(r"[+~@%]?([a-zA-Z_:][\w:]*)(?:\{(.*)\})?", name)
     return m.group(1), m.group(2) or ""
 
 
@@ -244,6 +382,92 @@ def _fmt(x) -> str:
     if isinstance(x, float) and math.isinf(x):
         return "Inf" if x > 0 else "-Inf"
     return f"{x:.6g}"
+
+
+PHASE_START = "rl_phase_in_progress_start_timestamp_seconds"
+PHASE_MEDIAN = "rl_phase_recent_median_duration_seconds"
+MEDIAN_OF = 20       # the exporter's median covers a phase's last 20 closed occurrences
+
+
+def _timeline(values: list[dict], ends: list[float], work: list[float], last: int) -> "Timeline":
+    """The phases of every step as [start, end) intervals: the "=phases" shares of the step's
+    working time, then `save_checkpoint` for a checkpoint pause. A step past `last` (a hung one)
+    is kept only up to its phase that never closes."""
+    out = []
+    for i, v in enumerate(values):
+        t = ends[i - 1] if i else 0.0
+        phases = v.get("=phases") or []
+        hung = any(math.isinf(share) for _, share in phases)
+        if i >= last and not hung:
+            break
+        for phase, share in phases:
+            out.append((t, t + share * work[i], phase, i))
+            t += share * work[i]
+            if math.isinf(share):
+                break
+        if not hung and ends[i] - t > 1e-6:
+            out.append((t, ends[i], "save_checkpoint", i))
+    return Timeline(out, values)
+
+
+@dataclass
+class Timeline:
+    intervals: list            # (start, end, phase, step index), in time order
+    values: list               # the steps' values
+
+    def __post_init__(self):
+        self.starts = [iv[0] for iv in self.intervals]
+        self.closed: dict[str, list] = {}         # phase -> [(end, duration)] in end order
+        for t0, t1, phase, _ in self.intervals:
+            if math.isfinite(t1):
+                self.closed.setdefault(phase, []).append((t1, t1 - t0))
+        self.first = {}
+        for t0, _, phase, _ in self.intervals:
+            self.first.setdefault(phase, t0)
+        self.acc: dict[str, float] = {}
+        self.prev = 0.0
+
+    def at(self, ts: float):
+        i = bisect.bisect_right(self.starts, ts) - 1
+        return self.intervals[i] if i >= 0 and ts < self.intervals[i][1] else None
+
+    def scrape(self, ts: float, keys: list[str], gone: bool) -> dict:
+        """Every per-scrape series at time ts: phase starts and medians, '%' keys."""
+        out: dict = {}
+        if not self.intervals:
+            return out
+        cur = self.at(ts)
+        for phase, first in self.first.items():
+            if first <= ts:
+                out[f'{PHASE_START}{{phase="{phase}"}}'] = cur[0] if cur and cur[2] == phase else math.nan
+            done = [d for end, d in self.closed.get(phase, []) if end <= ts][-MEDIAN_OF:]
+            if done:
+                out[f'{PHASE_MEDIAN}{{phase="{phase}"}}'] = statistics.median(done)
+        i = bisect.bisect_right(self.starts, ts) - 1
+        step = self.intervals[max(i, 0)][3]        # the step in progress (or the last one)
+        phase = cur[2] if cur else ""
+        for key in keys:
+            name, labels = _key(key)
+            if name.endswith("_total"):
+                # integrate each phase's rate over (prev, ts]
+                first = max(bisect.bisect_right(self.starts, self.prev) - 1, 0)
+                for t0, t1, ph, i in self.intervals[first:bisect.bisect_left(self.starts, ts)]:
+                    lo, hi = max(t0, self.prev), min(t1, ts)
+                    if hi > lo:
+                        rate = (self.values[i].get(key) or {}).get(ph)
+                        if rate is not None:
+                            sk = f'%{name}{{{labels + ", " if labels else ""}phase="{ph}"}}'
+                            self.acc[sk] = self.acc.get(sk, 0.0) + rate * (hi - lo)
+                for sk, x in self.acc.items():
+                    if sk.startswith(f"%{name}{{{labels}"):
+                        out[sk] = x
+            else:
+                x = self.values[max(step, 0)].get(key)
+                out[key] = x.get(phase, x.get("")) if isinstance(x, dict) else x
+        self.prev = ts
+        if gone:
+            out = {k: None for k in out}
+        return out
 
 
 @dataclass
@@ -258,9 +482,10 @@ class Run:
     def build(self) -> "Run":
         pat = PATHOLOGIES.get(self.alert) if self.alert else None
         last = ONSET - 1 if pat and (pat.stop or pat.down) else self.steps
-        ends, t, durations = [], 0.0, []
+        ends, t, durations, work = [], 0.0, [], []
         for k in range(1, self.steps + 1):
             d = self.step_s * random.Random(self.seed * 7919 + k).uniform(0.9, 1.1)
+            work.append(d)
             if k % CHECKPOINT_EVERY == 0:
                 d += max(CHECKPOINT_PAUSE[0] * self.step_s, CHECKPOINT_PAUSE[1])
             t += d
@@ -271,14 +496,18 @@ class Run:
         self.dt = dt
         n = int(ends[-1] / dt) + 2
         values = []
-        for k in range(1, last + 1):
+        # a stopped trainer may hang inside the step after its last: that step is in progress forever
+        for k in range(1, min(last + (1 if pat and pat.stop else 0), self.steps) + 1):
             rng = random.Random(self.seed * 104729 + k)
-            v = healthy(k, rng, self.span)
+            v = healthy(k, rng, self.span, self.step_s)
             v["rl_step_duration_seconds"] = durations[k - 1]
             if pat and pat.edit and k >= ONSET:
                 pat.edit(v, k - ONSET, random.Random(self.seed * 15485863 + k))
             values.append(v)
-        keys = sorted({key for v in values for key in v})
+        timeline = _timeline(values, ends, work, last)
+        per_scrape = sorted({key for v in values for key in v if key.startswith("%")})
+        values = values[:last]
+        keys = sorted({key for v in values for key in v if key[0] not in "%="})
         cum: dict[str, list[float]] = {}     # counters: running sums per step
         for key in [k_ for k_ in keys if k_.startswith("+")] + ["!rl_grad_norm", "!rl_policy_loss", "!rl_loss"]:
             acc, run_ = 0.0, [0.0]
@@ -286,7 +515,7 @@ class Run:
                 if key.startswith("!"):
                     acc += 0 if math.isfinite(v.get(key[1:], 0.0)) else 1
                 else:
-                    acc += v.get(key, 0)
+                    acc += v.get(key, 0) or 0
                 run_.append(acc)
             cum[key] = run_
         series = {key: [] for key in keys}
@@ -294,6 +523,7 @@ class Run:
         counters: dict[str, float] = {}
         nonfinite: dict[str, float] = {}
         held: dict[str, float] = {}
+        timed: dict[str, None] = {}      # per-scrape series, in order of appearance
         for j in range(n):
             ts = j * dt
             k = min(bisect.bisect_right(ends, ts), last)   # steps completed at this scrape
@@ -305,7 +535,7 @@ class Run:
                     counters[key] = counters.get(key, 0.0) + values[k - 1].get(key, 0.0) * dt
                     series[key].append(counters[key])
                 elif key.startswith("+"):
-                    series[key].append(cum[key][k])
+                    series[key].append(None if values[k - 1].get(key, 0) is None else cum[key][k])
                 else:
                     if key in values[k - 1]:
                         held[key] = values[k - 1][key]
@@ -320,6 +550,10 @@ class Run:
                 series.setdefault(key, [None] * j).append(None if gone else nonfinite.get(key))
             series.setdefault("up", []).append(0 if gone else 1)
             series.setdefault("rl_run_info", []).append(None if gone else 1)
+            got = timeline.scrape(ts, per_scrape, gone)
+            timed.update(dict.fromkeys(got))
+            for key in timed:
+                series.setdefault(key, [None] * j).append(got.get(key))
         self.series = series
         self.n = n
         return self
@@ -331,12 +565,14 @@ class Run:
         job = f'job="rl-exporter", instance="{run}:9464"'
         for key, vals in self.series.items():
             name, labels = _key(key)
-            if name == "up":
+            if name == "up" and not labels:
                 sel = f"up{{{job}}}"
             elif name == "rl_run_info":
                 sel = f'rl_run_info{{{job}, run="{run}", framework="verl"}}'
             else:
                 sel = f'{name}{{run="{run}"{", " + labels if labels else ""}}}'
+            if name == "up" and labels and only is not None and ENGINE_UP not in only:
+                continue            # the engine's target: only for alerts that read it
             if all(x is None for x in vals) or (only is not None and name not in only):
                 continue
             out.append({"series": sel, "values": " ".join(_fmt(x) for x in vals)})
@@ -360,6 +596,17 @@ def _measure_expr(alert: str, run: Run, pat: Pathology, end: str, res: str) -> s
         return f"ceil((min_over_time(timestamp({fired})[{end}:{res}]) - {t0:g}) / {run.step_s})"
     return (f'min_over_time((max by (run) (rl_training_step{{run="{alert}"}}) and on (run) {fired})'
             f"[{end}:{res}]) - {ONSET - 1}")
+
+
+def _reads(alert: str) -> set[str]:
+    """Series names a pathology run keeps: what the alert reads (Alert.metrics leaves out the
+    engines' own vllm:*/sglang:* names, whose colon looks like a recording rule's) and ALWAYS."""
+    from dashboards.promql import metric_names
+    from .rules import RECORDINGS
+    rule = next(a for a in ALERTS if a.name == alert)
+    own = {n for n in metric_names(rule.expr) if ":" in n} - {r.record for r in RECORDINGS}
+    engine_up = {ENGINE_UP} if "{engine_job_selector}" in rule.expr else set()
+    return set(rule.metrics) | own | ALWAYS | engine_up
 
 
 def measured() -> dict:
@@ -388,7 +635,7 @@ def render_cadence(cadence: str, got: dict | None = None) -> str:
     series, checks = [], []
     for name, run in runs.items():
         value = got.get(cadence, {}).get(name, -1)
-        reads = set(next(a for a in ALERTS if a.name == name).metrics) | ALWAYS
+        reads = _reads(name)
         series += run.input_series(name, reads)
         checks.append({"expr": _measure_expr(name, run, PATHOLOGIES[name], pend, res), "eval_time": pend,
                        "exp_samples": [{"labels": f'{{run="{name}"}}', "value": value}]})
@@ -494,4 +741,6 @@ def table() -> str:
         unit = " step-times" if pat and (pat.stop or pat.down) else ""
         cells = [f"{got.get(c, {}).get(name, '?')} ({pat.budget[c] if pat else '?'}){unit}" for c in CADENCES]
         rows.append(f"| {name} | {sev[name]} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+    notes = [f"- {name}: {PATHOLOGIES[name].note}" for name in alert_names()
+             if name in PATHOLOGIES and PATHOLOGIES[name].note]
+    return "\n".join(rows + ([""] + notes if notes else []))
