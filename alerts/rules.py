@@ -943,15 +943,19 @@ def alert(name: str) -> Alert:
 
 
 def metric_names(expr: str) -> set[str]:
-    """Metric names an expression selects, recording-rule names excluded. The one PromQL
-    name extractor (dashboards/promql.py) serves alerts and dashboards alike."""
+    """Metric names an expression selects, this file's recording-rule names excluded (the
+    engines' own vllm:*/sglang:* names have colons too). The one PromQL name extractor
+    (dashboards/promql.py) serves alerts and dashboards alike."""
     from dashboards.promql import metric_names as names
-    return {n for n in names(expr) if ":" not in n}
+    return set(names(expr)) - _RECORDED
 
 
 def recording_names(expr: str) -> set[str]:
     from dashboards.promql import metric_names as names
-    return {n for n in names(expr) if ":" in n}
+    return set(names(expr)) & _RECORDED
+
+
+_RECORDED = frozenset(r.record for r in RECORDINGS)
 
 
 def reads(expr: str) -> set[str]:
