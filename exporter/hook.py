@@ -30,7 +30,7 @@ import weakref
 from prometheus_client import CollectorRegistry
 
 from . import __version__
-from .catalog import CATALOG, Catalog
+from .catalog import CATALOG, FRAMEWORK_ALIASES, Catalog
 from .collector import StoreCollector
 from .endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint
 from .otel import Telemetry
@@ -118,6 +118,7 @@ class Exporter:
         self.expert_series = expert_series
         # the one loss registry: the worker, store, timers, distributions and samplers count here
         self.counts = Counts()
+        framework = FRAMEWORK_ALIASES.get(framework, framework)  # "ms-swift" -> "swift"
         if framework not in ("auto",) and framework not in catalog.vocabularies:
             log.error("unknown framework %r; using 'auto' (known: %s)", framework,
                       ", ".join(catalog.vocabularies))

@@ -13,6 +13,7 @@ import threading
 import time
 
 from .catalog import COUNTER, STATE
+from .catalog.model import WMEAN
 from .coerce import Coercer
 from .self_metrics import Counts
 from .store import Store
@@ -84,6 +85,10 @@ class _Drop(_Slot):
 
 
 _STEP = _Step()
+
+
+def _is_zero(w) -> bool:
+    return (w.__class__ is int or w.__class__ is float) and w == 0
 _IGNORED = _Drop("ignored")
 _FALLBACK_CAP = _Drop("fallback_cap")
 _KEY_BUDGET = _Drop("key_budget")
@@ -106,6 +111,10 @@ class Worker:
         self.expert_series = expert_series  # per-expert MoE series are opt-in
         self.coerce = Coercer(counts)
         self.slots: dict = {}
+        # Weighted means measured over nothing are "no data", not 0 (a log-prob gap over 0
+        # tokens): raw weight key -> the value keys it weights, and value key -> weight key.
+        self.weights: dict[str, set] = {}
+        self.weight_of: dict[str, str] = {}
         self.fallback_keys = 0
         self.last_step: float | None = None
         self.last_frame_ts = float("nan")
@@ -154,6 +163,11 @@ class Worker:
                 return
 
     def process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
+        if self.weights:
+            zero = [keys for wk, keys in self.weights.items() if _is_zero(frame.get(wk))]
+            if zero:
+                skip = set().union(*zero)
+                frame = {k: v for k, v in frame.items() if k not in skip}
         slots = self.slots
         store = self.store
         put = store.put
@@ -170,6 +184,8 @@ class Worker:
                 if slot is _KEY_BUDGET:
                     starved = True
                     over += 1
+                    continue
+                if k in self.weight_of and _is_zero(frame.get(self.weight_of[k])):
                     continue
             if slot.__class__ is int:
                 tv = v.__class__
@@ -232,6 +248,9 @@ class Worker:
             if v is not None:
                 store.put(slot.sid, v * slot.scale)
         elif cls is _Step:
+            if v.__class__ is str:  # ms-swift's "global_step/max_steps": "2/4389"
+                head = v.partition("/")[0].strip()
+                v = int(head) if head.isdigit() else v
             return self.coerce.number(key, v)
         elif cls is _Counter:
             v = self.coerce.number(key, v)
@@ -281,6 +300,9 @@ class Worker:
         if not isinstance(key, str):
             key = str(key)
         r = self.catalog.resolve(key, self.framework)
+        if r.agg == WMEAN and r.weight and not r.fallback:
+            self.weight_of[orig] = r.weight
+            self.weights.setdefault(r.weight, set()).add(orig)
         if r.step:
             slot = _STEP
         elif r.ignored or (not self.expert_series and r.metric is not None

@@ -32,7 +32,7 @@ def _jsonable(v):
 
 
 def run(args) -> int:
-    from ..catalog import CATALOG, FRAMEWORKS
+    from ..catalog import CATALOG, FRAMEWORK_ALIASES, FRAMEWORKS
     from ..sources import (DOCUMENT_FORMATS, LineAssembler, canonical_format, clean, make_parser,
                            near_miss)
     try:
@@ -40,6 +40,8 @@ def run(args) -> int:
     except ValueError as e:
         print(f"rl-exporter parse: {e}", file=sys.stderr)
         return 2
+    if args.framework:
+        args.framework = FRAMEWORK_ALIASES.get(args.framework, args.framework)
     if args.framework and args.framework not in ("auto",) + FRAMEWORKS:
         print(f"rl-exporter parse: unknown framework {args.framework!r}", file=sys.stderr)
         return 2

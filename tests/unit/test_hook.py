@@ -323,3 +323,32 @@ def test_frames_queued_at_exit_are_processed_without_close(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "shutdown can only be called once" not in r.stderr, r.stderr
     assert len(spool.read_text().splitlines()) == 200
+
+
+def test_a_weighted_mean_over_nothing_is_no_data_not_zero():
+    """posttrain's log-prob gap over 0 tokens: the gap is absent, the token count 0; the same
+    on the first frame (key resolved mid-frame) and on a later one (cached key)."""
+    with Exporter(run="gap", framework="posttrain", port=None, gpu=False) as ex:
+        ex.log({"train/logprob_gap_mean": 0.0, "train/logprob_gap_token_count": 0}, step=1)
+        ex.flush()
+        s = scrape(ex)
+        assert value(s, "rl_train_inference_logprob_abs_diff") is None
+        assert value(s, "rl_train_inference_tokens") == 0
+        ex.log({"train/logprob_gap_mean": 0.02, "train/logprob_gap_token_count": 512}, step=2)
+        ex.log({"train/logprob_gap_mean": 0.0, "train/logprob_gap_token_count": 0}, step=3)
+        ex.flush()
+        s = scrape(ex)
+        assert value(s, "rl_train_inference_logprob_abs_diff") == 0.02  # step 2's, not a false 0
+        assert value(s, "rl_training_step") == 3
+
+
+def test_ms_swift_name_and_step_string():
+    """Exporter(framework="ms-swift") uses the swift vocabulary, and its printed step
+    'global_step/max_steps': '2/4389' is step 2, not a rejected string."""
+    with Exporter(run="sw", framework="ms-swift", port=None, gpu=False) as ex:
+        assert ex.framework == "swift"
+        ex.log({"loss": 0.5, "global_step/max_steps": "2/4389", "memory(GiB)": 30.5})
+        ex.flush()
+        s = scrape(ex)
+        assert value(s, "rl_training_step") == 2
+        assert ex.stats()["values_rejected"].get("string", 0) == 0
