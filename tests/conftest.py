@@ -48,6 +48,15 @@ def pytest_make_collect_report(collector):
         _fail_skip(rep, collector.nodeid)
 
 
+@pytest.fixture(autouse=True)
+def _rl_exporter_loggers_enabled():
+    """A real framework imported by an earlier test (AReaL's logging dictConfig) disables every
+    logger that existed then, ours included; tests that read our log lines need them on."""
+    from exporter.integrations._common import keep_our_loggers
+    keep_our_loggers()
+    yield
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

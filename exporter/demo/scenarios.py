@@ -105,6 +105,13 @@ def kl_token_spike(frame, t, rng):
     return frame
 
 
+def _prepare_reference_kl(frame, step, rng):
+    # an established KL to the reference inside seed 001's healthy 0.01-0.1
+    frame["train/kl_mean"] = 0.03 + abs(rng.gauss(0, 0.002))
+    frame["train/kl_max"] = 0.9 + abs(rng.gauss(0, 0.05))
+    return frame
+
+
 def reference_kl_runaway(frame, t, rng):
     grow = min(40.0, 1 + 1.5 * t)   # the policy drifts from the reference, every token a bit
     frame["train/kl_mean"] *= grow
@@ -286,7 +293,7 @@ SCENARIOS.update({
 
 PREPARE = {
     "kl-token-spike": _prepare_kl,
-    "reference-kl-runaway": _prepare_kl,
+    "reference-kl-runaway": _prepare_reference_kl,
     "on-policy-clip": _prepare_on_policy,
     "critic-not-learning": _prepare_critic,
     "dpo-overfit": _prepare_dpo,

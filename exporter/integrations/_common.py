@@ -8,6 +8,15 @@ import os
 
 log = logging.getLogger("rl_exporter")
 
+
+def keep_our_loggers() -> None:
+    """Re-enable rl-exporter's loggers. A framework that configures logging with
+    dictConfig(disable_existing_loggers=True) (AReaL does, on import) silences every logger
+    created before it, ours included, and a user would never see our errors."""
+    for name, lg in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(lg, logging.Logger) and (name == "rl_exporter" or name.startswith("rl_exporter.")):
+            lg.disabled = False
+
 # Environment knobs every integration honours (explicit arguments win).
 ENV_PORT = "RL_EXPORTER_PORT"
 ENV_ADDR = "RL_EXPORTER_ADDR"

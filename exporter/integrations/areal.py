@@ -29,7 +29,7 @@ import sys
 
 from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
                       CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, get_path,
-                      model_basename, number)
+                      keep_our_loggers, model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -88,6 +88,7 @@ class RLExporterStatsHook(ExporterOwner):
 
     def _ensure(self):
         if self.exporter is None and not self._closed:
+            keep_our_loggers()  # AReaL's logging setup disabled them
             cfg = self._config
             sl = get_path(cfg, "stats_logger") or cfg
             exp, trial = get_path(sl, "experiment_name"), get_path(sl, "trial_name")
@@ -170,6 +171,7 @@ def attach(stats_logger, **kwargs) -> RLExporterStatsHook:
     existing = getattr(stats_logger, "_rl_exporter_hook", None)
     if existing is not None:
         return existing
+    keep_our_loggers()  # AReaL's logging setup disabled them
     cfg = getattr(stats_logger, "exp_config", None) or getattr(stats_logger, "config", None)
     hook = RLExporterStatsHook(cfg, **kwargs)
     hook._last_commit_step = getattr(stats_logger, "_last_commit_step", -1)

@@ -215,7 +215,7 @@ def test_areal_record_timing_phases_show_while_open():
     orig = stats_tracker.record_timing
     ex = Exporter(run="r", serve=False, gpu="off")
     try:
-        assert track_phase_timer(ex, stats_tracker, "record_timing")
+        track_phase_timer(ex, stats_tracker, "record_timing")  # wraps, or retargets an earlier wrap
         with stats_tracker.record_timing("rollout"):
             assert ex._rlx_live_phases.current() == "rollout"
             assert not math.isnan(scrape(ex)[(START, (("phase", "rollout"),))])

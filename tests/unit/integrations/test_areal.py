@@ -145,3 +145,29 @@ def test_hook_rank_check_uses_torch_distributed(monkeypatch):
         h2.close()
     finally:
         RANK[0] = 0
+
+
+def test_attach_turns_our_loggers_back_on_after_areals_dictconfig():
+    """AReaL configures logging with dictConfig(disable_existing_loggers=True) on import,
+    which silences loggers created before it: ours must log again once attached."""
+    import logging
+    import logging.config
+    ours = logging.getLogger("rl_exporter")
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": True})
+    assert ours.disabled
+    from exporter.integrations import areal
+
+    class StatsLogger:
+        exp_config = None
+
+        def commit(self, *a, **kw):
+            pass
+
+        def close(self):
+            pass
+
+    hook = areal.attach(StatsLogger(), port=None)
+    try:
+        assert not ours.disabled
+    finally:
+        hook.close()
