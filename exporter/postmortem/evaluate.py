@@ -25,6 +25,8 @@ MAX_POINTS = 10_000  # Prometheus refuses range queries over 11,000 points per s
 # Series that give an alert context (a join, a step guard) but are no symptom by themselves:
 # an alert reading nothing else has no data in a log.
 CONTEXT = frozenset({"rl_run_info", "rl_training_step"})
+READY = "run:rl_step_window:baseline_steps"       # alerts/rules.py: baseline steps, past warm-up
+_STEP_LADDER = "run:rl_training_step:changes_w"   # recent windows chosen by step count
 
 
 @dataclass
@@ -46,6 +48,9 @@ class Evaluation:
     findings: list = field(default_factory=list)
     checks: list = field(default_factory=list)        # alert names evaluated
     no_data: list = field(default_factory=list)       # alerts none of whose series the log has
+    # alerts with data whose step-windowed recordings never had enough steps in this log (a
+    # short excerpt: no recent window of steps, or no baseline after warm-up)
+    too_short: list = field(default_factory=list)
     present: set = field(default_factory=set)         # series names in the blocks
     timings: dict = field(default_factory=dict)
     eval_interval: float = 60.0
@@ -196,6 +201,10 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
     t1, c1 = time.perf_counter(), tools.cpu()
     ev.present = series_names(prom)
     record_inputs = {r.record: rulesmod.metric_names(r.expr, ev.present) for r in ruleset.recording}
+    # The shipped rules' evidence gate: a run with no step ladder ever ready (too few steps for a
+    # recent window and a baseline after warm-up) leaves every step-windowed rule silent.
+    stepwise = {r.record for r in ruleset.recording if _STEP_LADDER in r.expr or READY in r.expr}
+    gated = READY in {r.record for r in ruleset.recording} and READY not in ev.present
     for a in ruleset.alerts:
         ev.checks.append(a.name)
         reads = rulesmod.metric_names(a.expr, ev.present | set(record_inputs))
@@ -206,6 +215,8 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
         if not raw:
             ev.no_data.append(a.name)
             continue
+        if gated and reads & stepwise:
+            ev.too_short.append(a.name)
         step = a.interval or eval_interval
         section = runbook.get(a.anchor)
         t0 = math.floor(start / step) * step

@@ -74,6 +74,9 @@ def header(res, ev) -> list[str]:
              "in this log"]
     if ev.no_data:
         lines.append(f"  no data for: {', '.join(ev.no_data)}")
+    if ev.too_short:
+        lines.append(f"  too few steps to judge ({res.steps} in this log; step-windowed rules need a "
+                     f"recent window of steps and a baseline after warm-up): {', '.join(ev.too_short)}")
     return lines
 
 
@@ -111,7 +114,8 @@ def json_lines(res, ev) -> str:
     if not rows:
         rows.append({"alert": None, "run": res.run, "healthy": True,
                      "checks": [c for c in ev.checks if c not in ev.no_data],
-                     "no_data": ev.no_data, "start": iso(res.start), "end": iso(res.end)})
+                     "no_data": ev.no_data, "too_few_steps": ev.too_short, "steps": res.steps,
+                     "start": iso(res.start), "end": iso(res.end)})
     return "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
 
 

@@ -274,3 +274,15 @@ def test_doctor_on_real_trainer_recordings(path):
     if want_file.exists():
         want = set(json.loads(want_file.read_text())["alerts"])
         assert {r["alert"] for r in rows} - {None} == want
+
+
+@needs_engine
+def test_a_short_excerpt_says_which_rules_it_is_too_short_for():
+    """A log of a few steps (a paste in an issue thread) cannot feed the step-windowed rules:
+    doctor says which, instead of a bare 'healthy'; a 300-step run has nothing to report."""
+    short = doctor_json(str(REPO / "tests/data/real/verl/play_verl_grpo_steps_1_4.log"),
+                        "--clock", "fixed", "--step-seconds", "60")
+    assert short[-1]["alert"] is None and short[-1]["steps"] <= 5
+    assert {"RLEntropyCollapse", "RLRewardCollapse"} <= set(short[-1]["too_few_steps"])
+    long = doctor_json(str(RECORDINGS_DIR / "healthy.spool"), "--clock", "fixed", "--step-seconds", "60")
+    assert long[-1]["too_few_steps"] == [] and long[-1]["steps"] == 300
