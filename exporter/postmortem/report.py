@@ -141,13 +141,20 @@ def panels(res, ev, ruleset) -> list[tuple[str, list[str], list[str]]]:
 
 
 def _reads(alert, ruleset, ev) -> list[str]:
+    """The trainer's series an alert reads, through the recording rules it uses (never the
+    recordings themselves: the step-window bookkeeping tells a reader nothing)."""
     recs = {r.record: r.expr for r in ruleset.recording}
-    names = metric_names(alert.expr, ev.present | set(recs))
-    raw = set()
-    for n in names:
-        raw |= metric_names(recs[n], ev.present) if n in recs else {n}
+    raw, todo, seen = set(), [alert.expr], set()
+    while todo:
+        for n in metric_names(todo.pop(), ev.present | set(recs)):
+            if n in recs:
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(recs[n])
+            else:
+                raw.add(n)
     return sorted(n for n in raw if n in ev.present and not n.startswith("rl_exporter_")
-                  and n not in ("rl_run_info",))
+                  and n not in ("rl_run_info", "rl_training_step"))
 
 
 def fetch(prom, res, names: list[str]) -> list[tuple[str, list, list]]:
