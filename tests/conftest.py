@@ -57,6 +57,19 @@ def _rl_exporter_loggers_enabled():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _stock_trainer_callbacks():
+    """Importing ms-swift's trainers replaces transformers' default trainer callbacks for the
+    whole process (swift/trainers/patcher.py); after each test they are transformers' own."""
+    yield
+    trainer = sys.modules.get("transformers.trainer")
+    if trainer is not None:
+        cb = sys.modules["transformers.trainer_callback"]
+        trainer.DEFAULT_CALLBACKS = [cb.DefaultFlowCallback]
+        trainer.DEFAULT_PROGRESS_CALLBACK = cb.ProgressCallback
+        trainer.PrinterCallback = cb.PrinterCallback
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

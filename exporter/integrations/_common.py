@@ -10,12 +10,30 @@ log = logging.getLogger("rl_exporter")
 
 
 def keep_our_loggers() -> None:
-    """Re-enable rl-exporter's loggers. A framework that configures logging with
-    dictConfig(disable_existing_loggers=True) (AReaL does, on import) silences every logger
-    created before it, ours included, and a user would never see our errors."""
-    for name, lg in list(logging.Logger.manager.loggerDict.items()):
-        if isinstance(lg, logging.Logger) and (name == "rl_exporter" or name.startswith("rl_exporter.")):
-            lg.disabled = False
+    """Make rl-exporter's loggers log again after a framework reconfigured logging.
+
+    dictConfig(disable_existing_loggers=True) (AReaL, on import) disables every logger that
+    existed then; AReaL's getLogger also swaps in a new root logger and manager on every call,
+    so a logger created after that hangs under a root with no handlers, and
+    logging.getLogger("rl_exporter") no longer returns the object our modules log through.
+    Either way a user would never see our errors, or could not set their level. Re-enable
+    ours, register our modules' loggers with the current manager, and hang them under
+    logging.root again."""
+    import sys
+    manager = logging.Logger.manager
+    for name, m in list(sys.modules.items()):
+        lg = getattr(m, "log", None) if name.startswith("exporter") else None
+        if isinstance(lg, logging.Logger) and lg.name.startswith("rl_exporter"):
+            manager.loggerDict[lg.name] = lg
+    ours = [lg for name, lg in list(manager.loggerDict.items())
+            if isinstance(lg, logging.Logger) and (name == "rl_exporter" or name.startswith("rl_exporter."))]
+    for lg in ours:
+        lg.disabled = False
+        top = lg
+        while top.parent is not None:
+            top = top.parent
+        if top is not logging.root:
+            lg.parent = logging.root
 
 # Environment knobs every integration honours (explicit arguments win).
 ENV_PORT = "RL_EXPORTER_PORT"

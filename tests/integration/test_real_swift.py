@@ -19,18 +19,6 @@ from tests.unit.integrations._check import assert_exported
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _undo_swift_patches():
-    """Importing swift.trainers replaces transformers' default trainer callbacks for the whole
-    process (swift/trainers/patcher.py); put them back so later trainer tests run stock."""
-    from transformers import trainer
-    saved = {k: getattr(trainer, k) for k in ("DEFAULT_PROGRESS_CALLBACK", "DEFAULT_CALLBACKS",
-                                              "PrinterCallback")}
-    yield
-    for k, v in saved.items():
-        setattr(trainer, k, v)
-
 SWIFT_GRPO_KEYS = ["loss", "grad_norm", "learning_rate", "reward", "reward_std", "frac_reward_zero_std",
                    "kl", "completions/mean_length", "completions/clipped_ratio"]
 

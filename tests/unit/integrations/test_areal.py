@@ -171,3 +171,35 @@ def test_attach_turns_our_loggers_back_on_after_areals_dictconfig():
         assert not ours.disabled
     finally:
         hook.close()
+
+
+def test_attach_survives_areals_root_logger_swap():
+    """AReaL's getLogger replaces logging.Logger.root and .manager on every call: afterwards
+    getLogger("rl_exporter") is a new object under a handler-less root. attach() hands our
+    modules' logger back to the manager, under logging.root."""
+    import logging
+    from exporter.integrations import _common, areal
+    saved = logging.Logger.root, logging.Logger.manager
+    try:
+        logging.Logger.root = logging.RootLogger(logging.WARNING)
+        logging.Logger.manager = logging.Manager(logging.Logger.root)
+        assert logging.getLogger("rl_exporter") is not _common.log
+
+        class StatsLogger:
+            exp_config = None
+
+            def commit(self, *a, **kw):
+                pass
+
+            def close(self):
+                pass
+
+        hook = areal.attach(StatsLogger(), port=None)
+        hook.close()
+        assert logging.getLogger("rl_exporter") is _common.log
+        top = _common.log
+        while top.parent is not None:
+            top = top.parent
+        assert top is logging.root
+    finally:
+        logging.Logger.root, logging.Logger.manager = saved
