@@ -484,13 +484,18 @@ def track_phase_call(exporter, owner, attr: str, phase: str) -> bool:
     return _track(exporter, owner, attr, phase)
 
 
+def _retargeted(fn, exporter) -> bool:
+    """Already our wrapper: point it at this exporter (a process's next run) and say so."""
+    target = getattr(fn, "_rlx_exporter", None)
+    if target is None:
+        return False
+    target[0] = exporter
+    return True
+
+
 def _track(exporter, owner, attr, fixed_phase) -> bool:
     orig = getattr(owner, attr, None)
-    if orig is None:
-        return False
-    target = getattr(orig, "_rlx_exporter", None)
-    if target is not None:
-        target[0] = exporter
+    if orig is None or _retargeted(orig, exporter):
         return False
     holder = [exporter]
 
@@ -558,11 +563,7 @@ def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end")
     Timer (slime/utils/timer.py; its `with timer("train")`, @timer and inverse_timer all go
     through Timer.start/end). Same retarget rules as track_phase_timer()."""
     orig_start, orig_end = getattr(cls, start, None), getattr(cls, end, None)
-    if orig_start is None or orig_end is None:
-        return False
-    target = getattr(orig_start, "_rlx_exporter", None)
-    if target is not None:
-        target[0] = exporter
+    if orig_start is None or orig_end is None or _retargeted(orig_start, exporter):
         return False
     holder = [exporter]
 

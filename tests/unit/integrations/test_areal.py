@@ -147,6 +147,17 @@ def test_hook_rank_check_uses_torch_distributed(monkeypatch):
         RANK[0] = 0
 
 
+class _BareStatsLogger:
+    """The StatsLogger surface attach() wraps, and nothing else."""
+    exp_config = None
+
+    def commit(self, *a, **kw):
+        pass
+
+    def close(self):
+        pass
+
+
 def test_attach_turns_our_loggers_back_on_after_areals_dictconfig():
     """AReaL configures logging with dictConfig(disable_existing_loggers=True) on import,
     which silences loggers created before it: ours must log again once attached."""
@@ -157,16 +168,7 @@ def test_attach_turns_our_loggers_back_on_after_areals_dictconfig():
     assert ours.disabled
     from exporter.integrations import areal
 
-    class StatsLogger:
-        exp_config = None
-
-        def commit(self, *a, **kw):
-            pass
-
-        def close(self):
-            pass
-
-    hook = areal.attach(StatsLogger(), port=None)
+    hook = areal.attach(_BareStatsLogger(), port=None)
     try:
         assert not ours.disabled
     finally:
@@ -184,17 +186,7 @@ def test_attach_survives_areals_root_logger_swap():
         logging.Logger.root = logging.RootLogger(logging.WARNING)
         logging.Logger.manager = logging.Manager(logging.Logger.root)
         assert logging.getLogger("rl_exporter") is not _common.log
-
-        class StatsLogger:
-            exp_config = None
-
-            def commit(self, *a, **kw):
-                pass
-
-            def close(self):
-                pass
-
-        hook = areal.attach(StatsLogger(), port=None)
+        hook = areal.attach(_BareStatsLogger(), port=None)
         hook.close()
         assert logging.getLogger("rl_exporter") is _common.log
         top = _common.log
