@@ -40,6 +40,11 @@ VARS = {"job": ".*", "namespace": ".*", "run": ".*", "__rate_interval": "1m", "_
         "__range": "5m", "datasource": "x"}
 SAMPLE = {"rl-overview": 12, "rl-diagnosis": 8, "rl-exporter-health": 4, "rl-gpu": 4}
 TIME_QUERIES = ("age", "time()", "deriv")   # answers that move with the evaluation time
+# ALERTS and the recordings built on it are each evaluator's own state: vmalert and Prometheus
+# evaluate at their own instants, so a run's state can flip an evaluation apart and a sum over
+# time of it differ by a sample or two (GPU-hours of failing runs: 0.033 vs 0 seen). Whether
+# both put every run in its planned state is checked exactly by the run-state test.
+EVALUATOR_STATE = ("ALERTS", "alerts_firing", "rl_run_state", "hw_gpus_failing")
 
 
 def substitute(expr: str) -> str:
@@ -204,7 +209,8 @@ def test_dashboard_queries_answer_the_same_from_victoriametrics(fleet_backends, 
         compared += 1
         nonempty += bool(p)
         moves = any(t in e for t in TIME_QUERIES)
-        tol, rel = (5.0, 0.1) if moves else (1e-6, 1e-6)
+        tol, rel = (5.0, 0.1) if moves else (0.1, 0.5) if any(t in e for t in EVALUATOR_STATE) \
+            else (1e-6, 1e-6)
         if set(p) != set(v):
             diffs.append(f"{uid} / {title}: series differ\n  only prometheus: {sorted(set(p) - set(v))[:3]}"
                          f"\n  only victoriametrics: {sorted(set(v) - set(p))[:3]}\n  {e}")
