@@ -67,7 +67,7 @@ def write_log(path: str, steps: int, nkeys: int) -> int:
 
 
 def parse_only(path: str) -> float:
-    from exporter.sources import parse_lines
+    from exporter.logs import parse_lines
     t = time.perf_counter()
     with open(path) as fh:
         for _ in parse_lines(fh, "verl_console"):

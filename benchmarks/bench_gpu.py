@@ -28,8 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from exporter.catalog import CATALOG  # noqa: E402
 from exporter.gpu import GPUSampler  # noqa: E402
-from exporter.store import Store  # noqa: E402
-from exporter.testing_nvml import FakeNVML  # noqa: E402
+from exporter.core.store import Store  # noqa: E402
+from exporter.testing.nvml import FakeNVML  # noqa: E402
 
 
 def sampler(n_gpus: int, **fake_kw):

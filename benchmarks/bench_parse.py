@@ -23,8 +23,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exporter.sources import make_parser  # noqa: E402
-from exporter.sources.base import NOT_A_NUMBER, number  # noqa: E402
+from exporter.logs import make_parser  # noqa: E402
+from exporter.logs.base import NOT_A_NUMBER, number  # noqa: E402
 
 
 def keys150():

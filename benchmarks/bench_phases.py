@@ -7,7 +7,7 @@ sampling pass.
 Rows, each measured in the same run, interleaved in rounds (median of rounds):
   timer enter+exit   `with ex.timer("gen"): pass` with phases in progress tracked, against the
                      same timer with tracking off, and against a bare perf_counter() pair
-  sampling pass      GPUSampler.sample() over 8 fake GPUs (exporter/testing_nvml.py, no delay)
+  sampling pass      GPUSampler.sample() over 8 fake GPUs (exporter/testing/nvml.py, no delay)
                      with per-phase attribution, against the same pass without it
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from exporter import Exporter  # noqa: E402
 from exporter.gpu import GPUSampler  # noqa: E402
-from exporter.testing_nvml import FakeNVML  # noqa: E402
+from exporter.testing.nvml import FakeNVML  # noqa: E402
 from exporter.timers import live_phases_of, timers_of  # noqa: E402
 
 logging.getLogger("rl_exporter").setLevel(logging.ERROR)

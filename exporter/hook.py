@@ -31,14 +31,14 @@ from prometheus_client import CollectorRegistry
 
 from . import __version__
 from .catalog import CATALOG, FRAMEWORK_ALIASES, Catalog
-from .collector import StoreCollector
-from .endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint
-from .otel import Telemetry
-from .self_metrics import Counts
+from .core.collector import StoreCollector
+from .core.endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint
+from .core.otel import Telemetry
+from .core.self_metrics import Counts
 from .spool_writer import SpoolWriter
-from .store import Store
-from .values import PLAIN_TYPES, prepare_values
-from .worker import Worker
+from .core.store import Store
+from .core.values import PLAIN_TYPES, prepare_values
+from .core.worker import Worker
 
 log = logging.getLogger("rl_exporter")
 

@@ -1,12 +1,12 @@
 """The optional replay log, written by the worker in our spool format
-(exporter/sources/spool.py): `rl-exporter serve --source spool:PATH` or
+(exporter/logs/spool.py): `rl-exporter serve --source spool:PATH` or
 `rl-exporter parse` read it back. A spool that cannot be opened or written (read-only
 directory, full disk) costs the spool lines only, each counted as
 rl_exporter_errors_total{kind="spool"}; the series are exported regardless.
 """
 from __future__ import annotations
 
-from .self_metrics import Counts
+from .core.self_metrics import Counts
 
 
 class SpoolWriter:
@@ -25,7 +25,7 @@ class SpoolWriter:
             return None
 
     def write(self, frame: dict, step, ts: float, coerce) -> None:
-        from .sources.spool import encode
+        from .logs.spool import encode
         data = {}
         for k, v in frame.items():
             if v is None or v.__class__ in (float, int, str):

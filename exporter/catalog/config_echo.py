@@ -1,5 +1,5 @@
 """Settings the sidecar reads from a trainer's start-up configuration print
-(exporter/sources/config_dump.py: veRL's Hydra pprint, slime/Miles' Megatron argument table),
+(exporter/logs/config_dump.py: veRL's Hydra pprint, slime/Miles' Megatron argument table),
 emitted as `config/{name}` and exported as rl_config_value{parameter="{name}"}.
 
 The names are the sidecar's own, one per setting whatever the framework calls it, because the

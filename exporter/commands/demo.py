@@ -5,7 +5,7 @@ import logging
 import sys
 import time
 
-from ..endpoint import DEFAULT_PORT
+from ..core.endpoint import DEFAULT_PORT
 
 HELP = "run a simulated GRPO run and serve its metrics live until Ctrl-C"
 log = logging.getLogger("rl_exporter.demo")

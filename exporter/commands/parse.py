@@ -27,13 +27,13 @@ def _open(path):
 
 
 def _jsonable(v):
-    from ..sources.spool import encode_value
+    from ..logs.spool import encode_value
     return encode_value(v)
 
 
 def run(args) -> int:
     from ..catalog import CATALOG, FRAMEWORK_ALIASES, FRAMEWORKS
-    from ..sources import (DOCUMENT_FORMATS, LineAssembler, canonical_format, clean, make_parser,
+    from ..logs import (DOCUMENT_FORMATS, LineAssembler, canonical_format, clean, make_parser,
                            near_miss)
     try:
         fmt_arg = canonical_format(args.format)
@@ -132,7 +132,7 @@ def _tagged(parser, frames):
 
 
 def _framework(fmt: str, text: str) -> str:
-    from ..sources import FORMATS
+    from ..logs import FORMATS
     fw = FORMATS[fmt].framework
     if fw == "auto" and fmt == "spool":
         for line in text.split("\n", 50)[:50]:

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from ..endpoint import DEFAULT_PORT
+from ..core.endpoint import DEFAULT_PORT
 
 HELP = ("follow an unmodified trainer's logs (tail -F, exactly once across restarts) and serve "
         "the same canonical series the hook exports; optional POST /ingest")
@@ -83,7 +83,7 @@ def _token(args) -> tuple[str | None, str | None]:
 
 def run(args) -> int:
     from ..hook import _default_run
-    from ..sources.sidecar import Sidecar, SourceSpec
+    from ..sidecar.sidecar import Sidecar, SourceSpec
     run_label = args.run or _default_run()
     if not args.source and not args.ingest:
         print("rl-exporter serve: give at least one --source FORMAT:PATH (or --ingest)",

@@ -49,7 +49,7 @@ def full_rank(gpus: int = BUDGET_GPUS, expert_series: bool = False, moe: tuple[i
     """An Exporter (not serving) holding one fully featured rank's series. Close it after use."""
     from ..gpu import start_sampler
     from ..hook import Exporter
-    from ..testing_nvml import FakeNVML
+    from ..testing.nvml import FakeNVML
     from .scenarios import side_series
     ex = Exporter(run=run, framework="auto", algorithm="grpo", model="simulated", rank=0,
                   serve=False, gpu=False, expert_series=expert_series)

@@ -8,7 +8,7 @@ Every rank is a real `Exporter` (store, catalog resolution, collector, OTel hist
 behind its own HTTP endpoint, so a scraper sees what it would see from a real job: one
 target per rank, `instance` = host:port, the run's identity on `rl_run_info`. Rank 0 logs
 the trainer's frames (as `log_across_ranks` does); every rank carries the GPU series of
-`gpus` GPUs through the real NVML sampler over the fake NVML (exporter/testing_nvml.py).
+`gpus` GPUs through the real NVML sampler over the fake NVML (exporter/testing/nvml.py).
 
 Frameworks rotate over veRL, TRL, OpenRLHF, AReaL and slime: the simulated run's veRL-keyed
 frame is translated key by key into each framework's own keys through the catalog (keys a
@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..catalog import CATALOG
-from ..endpoint import Endpoint, _QuietHandler, _Server
+from ..core.endpoint import Endpoint, _QuietHandler, _Server
 from . import SimulatedRun
 
 log = logging.getLogger("rl_exporter.fleet")
@@ -248,7 +248,7 @@ class Fleet:
     def _up(self, r: SimRun, t: Target) -> None:
         from ..gpu import start_sampler
         from ..hook import Exporter
-        from ..testing_nvml import FakeNVML
+        from ..testing.nvml import FakeNVML
         ex = Exporter(run=r.name, framework=r.framework, algorithm="grpo", model=r.model,
                       rank=t.rank, host=f"{r.name}-node-{t.rank}", serve=False, gpu=False,
                       poll_interval=1.0)

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..sources import (DOCUMENT_FORMATS, FORMATS, LineAssembler, canonical_format, clean, detect,
+from ..logs import (DOCUMENT_FORMATS, FORMATS, LineAssembler, canonical_format, clean, detect,
                        make_parser)
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')

@@ -97,7 +97,7 @@ def test_spool_unwritable(tmp_path, where):
 
 # ------------------------------------------------------------------ NVML
 def test_nvml_errors_then_gpu_lost(monkeypatch):
-    from exporter.testing_nvml import FakeNVML, NVMLError_GpuIsLost, NVMLError_Timeout
+    from exporter.testing.nvml import FakeNVML, NVMLError_GpuIsLost, NVMLError_Timeout
     nv = FakeNVML(2)
     monkeypatch.setitem(sys.modules, "pynvml", nv)
     base = new()

@@ -24,7 +24,7 @@ import yaml
 
 from alerts.rules import render
 from alerts.scenarios import ENGINE_EXPECTED
-from exporter.testing_nvml import FakeNVML
+from exporter.testing.nvml import FakeNVML
 from tests.conftest import free_port, stop
 from tests.integration.prom import Prometheus
 

@@ -1,4 +1,4 @@
-"""The NVML sampler against a fake nvidia-ml-py (exporter/testing_nvml.py), through /metrics."""
+"""The NVML sampler against a fake nvidia-ml-py (exporter/testing/nvml.py), through /metrics."""
 from __future__ import annotations
 
 import logging
@@ -13,9 +13,9 @@ import pytest
 from exporter import Exporter
 from exporter.catalog import CATALOG
 from exporter.gpu import Device, GPUSampler, parse_visible, start_sampler
-from exporter.store import Store
+from exporter.core.store import Store
 from exporter.testing import scrape
-from exporter.testing_nvml import FakeNVML, NVMLError_Timeout
+from exporter.testing.nvml import FakeNVML, NVMLError_Timeout
 
 H100 = "NVIDIA H100 80GB HBM3"
 RANK = "5"
@@ -347,7 +347,7 @@ def test_nvml_calls_do_not_hold_the_gil():
 def test_serve_samples_gpus_once_from_start(monkeypatch, tmp_path):
     """The sidecar samples GPUs before any log line arrives, and only once per process."""
     from prometheus_client import generate_latest
-    from exporter.sources.sidecar import Sidecar, SourceSpec
+    from exporter.sidecar.sidecar import Sidecar, SourceSpec
     nv = FakeNVML(2)
     monkeypatch.setitem(sys.modules, "pynvml", nv)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

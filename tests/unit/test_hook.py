@@ -291,7 +291,7 @@ def test_context_manager_closes():
 
 def test_spool_replays_to_the_same_series(tmp_path):
     """The hook can write our spool format; replaying it gives the same canonical series."""
-    from exporter.sources import make_parser
+    from exporter.logs import make_parser
     path = tmp_path / "run.spool.jsonl"
     frames = [{"actor/pg_clipfrac": 0.1, "actor/pg_loss": float("nan"), "critic/score/max": 1,
                "actor/lr": None}, {"actor/pg_clipfrac": 0.2, "training/global_step": 9}]

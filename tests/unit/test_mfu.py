@@ -10,7 +10,7 @@ import pytest
 from exporter import Exporter
 from exporter.mfu import MFUMeter, ModelFlops, UnknownGPU, lookup_peak, model_flops
 from exporter.testing import scrape
-from exporter.testing_nvml import FakeNVML
+from exporter.testing.nvml import FakeNVML
 
 # Qwen2.5-3B config.json (the fields that matter)
 QWEN25_3B = {"model_type": "qwen2", "hidden_size": 2048, "intermediate_size": 11008,

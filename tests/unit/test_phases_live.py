@@ -1,5 +1,5 @@
 """Phases in progress and GPU time by phase: real timers, the real NVML sampler code path
-behind the fake pynvml (exporter/testing_nvml.py) whose utilisation follows the phase."""
+behind the fake pynvml (exporter/testing/nvml.py) whose utilisation follows the phase."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ import pytest
 
 from exporter.hook import Exporter
 from exporter.testing import scrape
-from exporter.testing_nvml import FakeNVML
+from exporter.testing.nvml import FakeNVML
 from exporter.timers import LivePhases
 
 START = "rl_phase_in_progress_start_timestamp_seconds"
@@ -53,7 +53,7 @@ def test_open_phase_is_visible_with_its_start_and_median():
 
 
 def test_same_phase_on_two_threads_reports_the_oldest_start():
-    from exporter.store import Store
+    from exporter.core.store import Store
 
     class Ex:
         rank = None

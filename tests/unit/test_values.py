@@ -148,7 +148,7 @@ def test_close_bounds_the_wait_for_device_copies_and_counts_them(monkeypatch):
                                    torch.bool])
 def test_cpu_scalars_are_read_in_place_exactly(dtype):
     # read without a torch op (each op releases the GIL: a 5 ms wait behind a busy thread)
-    from exporter.values import _cpu_scalar
+    from exporter.core.values import _cpu_scalar
     for raw in (0.1, 3, -7.5, 1e4) if dtype.is_floating_point else (3, 1, 0):
         if dtype == torch.bool:
             raw = bool(raw)

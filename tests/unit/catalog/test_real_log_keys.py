@@ -4,7 +4,7 @@ import pytest
 
 from exporter.catalog import CATALOG
 from exporter.catalog.model import WMEAN
-from exporter.sources import ms_swift
+from exporter.logs import ms_swift
 
 from catalog_asserts import lands
 

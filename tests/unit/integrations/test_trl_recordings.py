@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from exporter.sources.spool import SpoolParser
+from exporter.logs.spool import SpoolParser
 
 DIR = os.path.join(os.path.dirname(__file__), "..", "..", "data", "trl")
 RUNS = ("healthy", "lr_x1000", "constant_reward", "truncation", "entropy_collapse")

@@ -1,7 +1,7 @@
 """The file follower on real files: tail -F semantics and resume from a checkpoint."""
 import os
 
-from exporter.sources.follow import FileFollower, StateFile
+from exporter.sidecar.follow import FileFollower, StateFile
 
 
 def lines(events):

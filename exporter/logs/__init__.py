@@ -2,7 +2,7 @@
 detection, the file follower (follow.py), the HTTP ingest app (ingest.py) and the
 sidecar that feeds all of them into exporters (sidecar.py). See docs/sidecar.md.
 
-    from exporter.sources import make_parser, detect
+    from exporter.logs import make_parser, detect
     p = make_parser("verl_console")
     frames = p.feed("step:1 - actor/entropy:0.5") + p.flush()
 

@@ -2,7 +2,7 @@
 settings the alert rules need, as config/<parameter> keys of one frame without a step."""
 from pathlib import Path
 
-from exporter.sources import clean, detect_format, detect_line, make_parser, parse_lines
+from exporter.logs import clean, detect_format, detect_line, make_parser, parse_lines
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 VERL = "verl/play_verl_ppo_config_dump_to_step1.log"

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from exporter.sources import detect, make_parser, parse_lines
-from exporter.sources.base import clean, parse_pydict
+from exporter.logs import detect, make_parser, parse_lines
+from exporter.logs.base import clean, parse_pydict
 from exporter.testing import export_frame
 
 NAN = float("nan")
@@ -257,7 +257,7 @@ def test_spool(name, text, want):
 
 
 def test_spool_round_trip():
-    from exporter.sources.spool import encode
+    from exporter.logs.spool import encode
     data = {"a": NAN, "b": -math.inf, "c": 1, "d": None, "e": "s"}
     same(frames("spool", encode(4, data, run="r")), [(4, data)])
 

@@ -12,7 +12,7 @@ import math
 import threading
 from collections import defaultdict
 
-from .catalog import CATALOG, COUNTER, INFO, Catalog, Metric
+from ..catalog import CATALOG, COUNTER, INFO, Catalog, Metric
 from .self_metrics import Counts
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class Store:
             if len(ids) >= 64:  # a state set is small by nature; refuse unbounded growth
                 self.rejected["unknown_state"] += 1
                 return False
-            from .catalog import sanitize_label_value
+            from ..catalog import sanitize_label_value
             sid = self.series_id(m, tuple(sorted(labels + (("state", sanitize_label_value(state)),))))
             if sid is None:
                 self.rejected["series_limit"] += 1

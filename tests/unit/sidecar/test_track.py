@@ -1,9 +1,9 @@
-"""The sidecar's resume offset (exporter/sources/track.py): one invariant, checked event by
+"""The sidecar's resume offset (exporter/sidecar/track.py): one invariant, checked event by
 event, and the state written before a new file's first frame can be spooled."""
 import json
 
-from exporter.sources.sidecar import Sidecar, SourceSpec
-from exporter.sources.track import FileTrack
+from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.track import FileTrack
 
 NOISE = b"(TaskRunner pid=1) INFO vllm: model loaded\n"
 

@@ -12,8 +12,8 @@ import logging
 import threading
 import time
 
-from .catalog import COUNTER, STATE
-from .catalog.model import WMEAN
+from ..catalog import COUNTER, STATE
+from ..catalog.model import WMEAN
 from .coerce import Coercer
 from .self_metrics import Counts
 from .store import Store

@@ -27,7 +27,7 @@ def scrape(exporter, with_run: bool = False) -> dict[tuple[str, tuple], float]:
 
 def export_frame(frame: dict, framework: str = "auto", step=None, **kwargs) -> dict:
     """Log one frame through a fresh, unserved exporter and return scrape()."""
-    from .hook import Exporter
+    from ..hook import Exporter
     ex = Exporter(run=kwargs.pop("run", "test"), framework=framework, serve=False, **kwargs)
     try:
         ex.log(frame, step=step)

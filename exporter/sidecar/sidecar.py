@@ -25,10 +25,10 @@ from collections import Counter
 
 from prometheus_client import CollectorRegistry
 
-from ..collector import StoreCollector
-from ..store import Store
-from ..endpoint import Endpoint
-from . import DOCUMENT_FORMATS, canonical_format, make_parser, spool
+from ..core.collector import StoreCollector
+from ..core.store import Store
+from ..core.endpoint import Endpoint
+from ..logs import DOCUMENT_FORMATS, canonical_format, make_parser, spool
 from .follow import StateFile
 from .source_metrics import SourceCollector
 from .track import DocTrack, FileTrack

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources import detect_format, detect_line, make_parser, near_miss, parse_lines
+from exporter.logs import detect_format, detect_line, make_parser, near_miss, parse_lines
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 MANIFEST = json.loads((REAL / "MANIFEST.json").read_text(encoding="utf-8"))
@@ -37,7 +37,7 @@ def real_lines(rel):
 # ------------------------------------------------------------------ detection on real files
 @pytest.mark.parametrize("rel", sorted(MANIFEST))
 def test_auto_detects_the_manifest_format(rel):
-    from exporter.sources import clean
+    from exporter.logs import clean
     got = {fmt for fmt, _ in auto(clean(line) for line in real_lines(rel))}
     assert MANIFEST[rel]["format"] in got, (rel, got)
 
@@ -257,5 +257,5 @@ def test_verl_validation_pprint_wrapped_over_lines_is_rejoined():
 
 
 def clean_lines(rel):
-    from exporter.sources import clean
+    from exporter.logs import clean
     return [clean(x) for x in real_lines(rel)]

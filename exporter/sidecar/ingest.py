@@ -15,8 +15,8 @@ import json
 import math
 from collections import Counter
 
-from .base import Frame, step_of
-from .spool import decode_data
+from ..logs.base import Frame, step_of
+from ..logs.spool import decode_data
 
 MAX_FRAMES = 10_000
 MAX_KEYS = 10_000

@@ -10,7 +10,7 @@ from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
-from .catalog import COUNTER, INFO, STATE
+from ..catalog import COUNTER, INFO, STATE
 from .store import Store
 
 _TYPES = {COUNTER: "counter", STATE: "gauge", INFO: "gauge"}

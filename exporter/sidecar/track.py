@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import time
 
-from . import detect_line, make_parser
-from .base import LineAssembler, clean
+from ..logs import detect_line, make_parser
+from ..logs.base import LineAssembler, clean
 from .follow import FileFollower
 
 log = logging.getLogger("rl_exporter.sidecar")

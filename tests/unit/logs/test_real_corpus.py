@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from exporter.catalog import CATALOG, FRAMEWORKS
-from exporter.sources import LineAssembler, clean, make_parser
+from exporter.logs import LineAssembler, clean, make_parser
 
 ROOT = Path(__file__).resolve().parents[2] / "data" / "real"
 MANIFEST = json.loads((ROOT / "MANIFEST.json").read_text(encoding="utf-8"))

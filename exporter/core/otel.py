@@ -19,8 +19,8 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from opentelemetry.sdk.resources import Resource
 
-from . import __version__
-from .catalog import CATALOG, COUNTER, HISTOGRAM, Catalog
+from .. import __version__
+from ..catalog import CATALOG, COUNTER, HISTOGRAM, Catalog
 
 log = logging.getLogger(__name__)
 

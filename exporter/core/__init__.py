@@ -1,0 +1,2 @@
+"""The pipeline the hook and the sidecar share: worker -> store -> collector -> endpoint, with
+value coercion, caller-thread snapshots, the loss counters and the OpenTelemetry mirror."""
