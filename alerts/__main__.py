@@ -1,6 +1,6 @@
 """python -m alerts [render|check|test-file|cadence|alertmanager] — render the rule files and check them.
 
-    python -m alerts render                       # rewrite alerts/rules/rl-exporter.rules.yaml
+    python -m alerts render                       # rewrite exporter/rules/rl-exporter.rules.yaml
     python -m alerts render --overrides my.yaml --out /tmp/rules.yaml
     python -m alerts alertmanager                 # rewrite alerts/alertmanager/alertmanager.yml
     python -m alerts test-file                    # rewrite alerts/tests/*.test.yaml (unit + cadence)
@@ -20,9 +20,10 @@ from pathlib import Path
 
 from . import check as _check
 from .rules import OverrideError, render, yaml_text
+from exporter import rules as shipped
 
 HERE = Path(__file__).resolve().parent
-RULES_FILE = HERE / "rules" / "rl-exporter.rules.yaml"
+RULES_FILE = shipped.RULES_FILE
 TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
 AM_FILE = HERE / "alertmanager" / "alertmanager.yml"
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from exporter import rules as shipped
+
 from .rules import ALERTS, RECORDINGS, metric_names, render, yaml_text
 
 HERE = Path(__file__).resolve().parent
-RULES_FILE = HERE / "rules" / "rl-exporter.rules.yaml"
+RULES_FILE = shipped.RULES_FILE
 TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
-RUNBOOK = HERE / "runbook.md"
+RUNBOOK = shipped.RUNBOOK
 PROMETHEUS_NAMES = {"up", "ALERTS"}  # series Prometheus itself writes
 
 
@@ -52,7 +54,7 @@ def run_checks() -> list[str]:
     doc = render()
     want = yaml_text(doc)
     if not RULES_FILE.exists() or RULES_FILE.read_text() != want:
-        problems.append(f"alerts/rules/{RULES_FILE.name} differs from the generated rules; "
+        problems.append(f"exporter/rules/{RULES_FILE.name} differs from the generated rules; "
                         "run `python -m alerts render`")
     problems += unknown_metrics(doc)
     anchors = runbook_anchors(RUNBOOK.read_text()) if RUNBOOK.exists() else set()
@@ -62,9 +64,9 @@ def run_checks() -> list[str]:
                 continue
             url = r["annotations"]["runbook_url"]
             anchor = url.split("#", 1)[1] if "#" in url else ""
-            if not url.split("#")[0].endswith("alerts/runbook.md") or anchor not in anchors:
+            if not url.split("#")[0].endswith("exporter/rules/runbook.md") or anchor not in anchors:
                 problems.append(f"{r['alert']}: runbook_url {url} does not resolve to a heading "
-                                "of alerts/runbook.md")
+                                "of exporter/rules/runbook.md")
             for key in ("summary", "description", "runbook_url"):
                 if not r["annotations"].get(key):
                     problems.append(f"{r['alert']}: missing annotation {key}")

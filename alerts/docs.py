@@ -17,7 +17,7 @@ def alerts_table() -> str:
             "|---|---|---|---|"]
     for a in ALERTS:
         reads = ", ".join(f"`{m}`" for m in a.metrics)
-        rows.append(f"| [{a.name}](../alerts/runbook.md#{a.name.lower()}) | {a.severity} | "
+        rows.append(f"| [{a.name}](../exporter/rules/runbook.md#{a.name.lower()}) | {a.severity} | "
                     f"{duration(a.for_.seconds)} | {reads} |")
     return "\n".join(rows)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-RUNBOOK_BASE_URL = "https://github.com/rl-exporter/rl-exporter/blob/main/alerts/runbook.md"
+RUNBOOK_BASE_URL = "https://github.com/rl-exporter/rl-exporter/blob/main/exporter/rules/runbook.md"
 SEVERITIES = ("critical", "warning", "info")
 
 

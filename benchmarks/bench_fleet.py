@@ -6,7 +6,7 @@ sizes, on a real Prometheus (Debian `prometheus`).
                                       [--interval 15s] [--gpus 8]
 
 Per size: a fresh fleet process and a fresh Prometheus (scrape and rule evaluation every
---interval, the shipped alerts/rules/*.yaml), run for --seconds, then read Prometheus' own
+--interval, the shipped exporter/rules/*.yaml), run for --seconds, then read Prometheus' own
 numbers: rule group evaluation time (prometheus_rule_group_last_duration_seconds, max over
 the run), scrape duration (scrape_duration_seconds over the targets), samples per target,
 TSDB head series, Prometheus RSS (process_resident_memory_bytes) and CPU, and the fleet
@@ -45,8 +45,9 @@ sys.path.insert(0, str(REPO))
 
 from alerts.rules import FLEET_STATES, render  # noqa: E402
 from dashboards.fleet import DASHBOARD  # noqa: E402
+from exporter import rules as shipped  # noqa: E402
 
-RULES = sorted(str(p) for p in (REPO / "alerts" / "rules").glob("*.y*ml"))
+RULES = [str(p) for p in shipped.rule_files()]
 FLEET_RECORDS = ("run:rl_fleet_targets:count", "run:rl_fleet_targets_up:count", "run:rl_training_step:max",
                  "run:rl_training_step:deriv10m", "run:rl_mfu_ratio:max",
                  "run:rl_gpu_throughput_tokens_per_second:max", "run:hw_gpus:count",

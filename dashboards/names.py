@@ -2,7 +2,7 @@
 
 A name is allowed when the catalog exposes it (`CATALOG.names`, histogram suffixes
 included), when it is a series Prometheus itself creates (`ALERTS`, `up`), or when it is
-a recording rule (`level:metric:op`) that alerts/rules/*.yaml records.
+a recording rule (`level:metric:op`) that exporter/rules/*.yaml records.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exporter.catalog import CATALOG
+from exporter import rules as shipped
 from exporter.catalog.engines import NAMES as ENGINE_SERIES
 
 # GPU panels query only these names (dashboards/gpu.py imports them from here).
@@ -37,9 +38,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def recording_rules(rules_dir: Path | None = None) -> frozenset[str]:
-    """Names recorded by alerts/rules/*.yaml (empty when that directory does not exist)."""
+    """Names recorded by exporter/rules/*.yaml (empty when that directory does not exist)."""
     import yaml
-    rules_dir = rules_dir or REPO / "alerts" / "rules"
+    rules_dir = rules_dir or shipped.DIR
     out = set()
     if not rules_dir.is_dir():
         return frozenset()

@@ -3,7 +3,7 @@
 
 Helm can only embed files inside the chart (`.Files.Get`), so the chart carries copies:
 
-    alerts/rules/*.yaml                      -> helm/rl-exporter/files/rules/<name>.yaml       (verbatim)
+    exporter/rules/*.yaml                      -> helm/rl-exporter/files/rules/<name>.yaml       (verbatim)
     alerts/rules.py (rl-exporter.rules.yaml) -> the same path with named threshold sentinels,
                                                 plus files/thresholds.yaml (their defaults), so
                                                 `prometheusRule.thresholds.<name>` tunes them
@@ -54,7 +54,7 @@ def validate_dashboard(text: str, where: str) -> str:
 
 
 def rule_sources(root: Path) -> list[Path]:
-    return sorted((root / "alerts" / "rules").glob("*.yaml"))
+    return sorted((root / "exporter" / "rules").glob("*.yaml"))
 
 
 def dashboard_sources(root: Path) -> list[Path]:

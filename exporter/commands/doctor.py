@@ -20,9 +20,9 @@ def add_arguments(p):
                    help="also write a self-contained HTML report with plots (needs matplotlib: "
                         "pip install 'rl-exporter[report]')")
     p.add_argument("--rules", action="append", default=None, metavar="FILE",
-                   help="rule files (repeatable, globs; default the repository's "
-                        "alerts/rules/*.yaml)")
-    p.add_argument("--runbook", default=None, help="runbook (default alerts/runbook.md)")
+                   help="rule files (repeatable, globs; default the rules shipped with "
+                        "rl-exporter)")
+    p.add_argument("--runbook", default=None, help="runbook (default the one shipped with rl-exporter)")
     p.add_argument("--eval-interval", type=float, default=60.0,
                    help="seconds between rule evaluations for groups without an interval "
                         "(default 60, Prometheus's)")

@@ -12,9 +12,11 @@ import os
 import re
 from dataclasses import dataclass, field
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_RULES = os.path.join(REPO, "alerts", "rules", "*.yaml")
-DEFAULT_RUNBOOK = os.path.join(REPO, "alerts", "runbook.md")
+from .. import rules as shipped
+
+# package data: present in a wheel and the image, not only in a checkout
+DEFAULT_RULES = str(shipped.DIR / "*.yaml")
+DEFAULT_RUNBOOK = str(shipped.RUNBOOK)
 # fields that say what to look at next, most specific first
 NEXT_FIELDS = ("check next", "next", "diagnosis", "triage", "what to check")
 
@@ -91,7 +93,7 @@ def load(patterns: list[str] | None = None) -> RuleSet:
         files.extend(h for h in hits if os.path.isfile(h))
     if not files:
         raise RulesError(f"no rule files at {', '.join(patterns or [DEFAULT_RULES])} (pass "
-                         "--rules FILE; the repository's are alerts/rules/*.yaml)")
+                         "--rules FILE)")
     rs = RuleSet(files=files)
     for path in files:
         with open(path, encoding="utf-8") as f:

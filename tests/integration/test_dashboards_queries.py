@@ -82,7 +82,7 @@ def prometheus(tmp_path_factory):
             m = re.search(r"scrape http://([\d.]+:\d+)/metrics", line)
             assert m, f"demo {sc} did not start: {line!r}"
             targets.append(m.group(1))
-        rules_dir = Path(os.environ.get("RLX_ALERT_RULES_DIR", REPO / "alerts" / "rules"))
+        rules_dir = Path(os.environ.get("RLX_ALERT_RULES_DIR", REPO / "exporter" / "rules"))
         rule_files = sorted(str(p) for p in rules_dir.glob("*.y*ml")) if rules_dir.is_dir() else []
         prom = Prometheus(tmp, targets, rule_files, interval="1s", args=["--log.level=warn"])
         procs.append(prom.proc)

@@ -35,7 +35,7 @@ from tests.conftest import free_port, require_binary, stop
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-RULES = REPO / "alerts" / "rules" / "rl-exporter.rules.yaml"
+RULES = REPO / "exporter" / "rules" / "rl-exporter.rules.yaml"
 VARS = {"job": ".*", "namespace": ".*", "run": ".*", "__rate_interval": "1m", "__interval": "15s",
         "__range": "5m", "datasource": "x"}
 SAMPLE = {"rl-overview": 12, "rl-diagnosis": 8, "rl-exporter-health": 4, "rl-gpu": 4}

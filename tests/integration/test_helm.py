@@ -7,7 +7,7 @@
   monitoring.coreos.com/v1 kinds with the npm @kubernetes-models/prometheus-operator validators;
 - the sidecar named template rendered from a parent chart into a Job, a PyTorchJob and a RayJob,
   their pod templates validated as Pods;
-- the PrometheusRule's groups identical to alerts/rules/*.yaml (and promtool check rules on the
+- the PrometheusRule's groups identical to exporter/rules/*.yaml (and promtool check rules on the
   extracted spec); the dashboard ConfigMaps identical to dashboards/ JSON; the Alertmanager Secret
   passing amtool check-config; per-rule overrides applied; values.schema.json rejecting bad types.
 
@@ -63,7 +63,7 @@ groups:
     annotations:
       summary: An RL run stopped advancing its training step.
       description: Run {{ $labels.run }} has not advanced for {{ $value | humanizeDuration }}.
-      runbook_url: https://github.com/rl-exporter/rl-exporter/blob/main/alerts/runbook.md#rlrunstalled
+      runbook_url: https://github.com/rl-exporter/rl-exporter/blob/main/exporter/rules/runbook.md#rlrunstalled
   - alert: RLEntropyCollapse
     expr: |-
       run:rl_reward:avg_over_time10m > 0
@@ -102,8 +102,8 @@ inhibit_rules:
 
 
 def write_standin_root(root: Path) -> Path:
-    (root / "alerts" / "rules").mkdir(parents=True)
-    (root / "alerts" / "rules" / "standin.rules.yaml").write_text(STANDIN_RULES)
+    (root / "exporter" / "rules").mkdir(parents=True)
+    (root / "exporter" / "rules" / "standin.rules.yaml").write_text(STANDIN_RULES)
     (root / "alerts" / "alertmanager").mkdir(parents=True)
     (root / "alerts" / "alertmanager" / "alertmanager.yml").write_text(STANDIN_ALERTMANAGER)
     (root / "dashboards" / "json").mkdir(parents=True)
@@ -562,7 +562,7 @@ def test_prometheusrule_identical_to_standin_sources(helm, chart, standin_root, 
 
 def test_prometheusrule_identical_to_repository_alerts(helm, repo_chart, work):
     groups = rule_groups_from(ROOT)
-    assert groups, "alerts/rules/*.yaml missing: run `python -m alerts render`"
+    assert groups, "exporter/rules/*.yaml missing: run `python -m alerts render`"
     pr = template(helm, repo_chart, *CRDS).one("PrometheusRule")
     assert pr["spec"]["groups"] == groups
     promtool_check(work, pr["spec"]["groups"], "repo")

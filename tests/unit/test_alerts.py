@@ -184,7 +184,7 @@ def test_check_cli_fails_on_drift(tmp_path, monkeypatch):
 
 
 def test_every_alert_has_a_runbook_section_with_the_four_parts():
-    text = (check.HERE / "runbook.md").read_text()
+    text = check.RUNBOOK.read_text()
     for a in ALERTS:
         sec = text.split(f"## {a.name}\n", 1)[1].split("\n## ", 1)[0]
         for part in ("**Meaning**", "**Impact**", "**Diagnosis**", "**Mitigation**"):

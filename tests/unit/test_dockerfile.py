@@ -280,3 +280,16 @@ def test_build_context_installs(tmp_path):
     r = subprocess.run([str(py), "-m", "exporter.cli", "catalog", "--json"], cwd=tmp_path,
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "rl_reward" in r.stdout, r.stderr[-2000:]
+    # doctor reads the rules and the runbook shipped in the wheel, from outside any checkout
+    spool = tmp_path / "nan.spool"
+    r = subprocess.run([str(py), "-m", "exporter.cli", "demo", "--scenario", "nan-loss", "--steps", "40",
+                        "--onset", "20", "--interval", "0", "--port", "0", "--exit-after",
+                        "--spool", str(spool)], cwd=tmp_path, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = subprocess.run([str(py), "-m", "exporter.cli", "doctor", str(spool), "--json"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    findings = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    nan = [f for f in findings if f.get("alert") == "RLNonFiniteLoss"]
+    assert nan and nan[0]["next"], r.stdout[-2000:] + r.stderr[-2000:]

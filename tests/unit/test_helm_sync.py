@@ -16,10 +16,10 @@ DASH = {"uid": "rl-x", "title": "X", "panels": [{"id": 1, "targets": [{"legendFo
 
 
 def make_root(tmp: Path) -> Path:
-    (tmp / "alerts" / "rules").mkdir(parents=True)
-    (tmp / "alerts" / "rules" / "a.yaml").write_text(RULES)
-    (tmp / "alerts" / "rules" / "notes.md").write_text("not a rule file")
-    (tmp / "alerts" / "alertmanager").mkdir()
+    (tmp / "exporter" / "rules").mkdir(parents=True)
+    (tmp / "exporter" / "rules" / "a.yaml").write_text(RULES)
+    (tmp / "exporter" / "rules" / "notes.md").write_text("not a rule file")
+    (tmp / "alerts" / "alertmanager").mkdir(parents=True)
     (tmp / "alerts" / "alertmanager" / "alertmanager.yml").write_text("route:\n  receiver: x\nreceivers:\n- name: x\n")
     (tmp / "dashboards" / "json").mkdir(parents=True)
     (tmp / "dashboards" / "json" / "rl-x.json").write_text(json.dumps(DASH, indent=2))
@@ -51,7 +51,7 @@ def test_write_then_check_then_drift(tmp_path, capsys):
     assert sync.main(["--root", str(root), "--chart", str(chart)]) == 0
     assert not (chart / "files" / "dashboards" / "old.json").exists(), "stale copies are removed"
     assert sync.main(["--root", str(root), "--chart", str(chart), "--check"]) == 0
-    (root / "alerts" / "rules" / "a.yaml").write_text(RULES.replace("up == 0", "up == 1"))
+    (root / "exporter" / "rules" / "a.yaml").write_text(RULES.replace("up == 0", "up == 1"))
     (root / "dashboards" / "json" / "rl-y.json").write_text(json.dumps({**DASH, "uid": "rl-y"}))
     capsys.readouterr()
     assert sync.main(["--root", str(root), "--chart", str(chart), "--check"]) == 1
@@ -65,9 +65,9 @@ def test_empty_sources_are_fine(tmp_path):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda r: (r / "alerts/rules/b.yaml").write_text(RULES), "group 'g1' also in"),
-    (lambda r: (r / "alerts/rules/b.yaml").write_text("groups: nope\n"), "no 'groups' list"),
-    (lambda r: (r / "alerts/rules/b.yaml").write_text("groups: [\n"), "not YAML"),
+    (lambda r: (r / "exporter/rules/b.yaml").write_text(RULES), "group 'g1' also in"),
+    (lambda r: (r / "exporter/rules/b.yaml").write_text("groups: nope\n"), "no 'groups' list"),
+    (lambda r: (r / "exporter/rules/b.yaml").write_text("groups: [\n"), "not YAML"),
     (lambda r: (r / "dashboards/json/rl-x.json").write_text("{not json"), "not JSON"),
     (lambda r: (r / "dashboards/json/rl-x.json").write_text(json.dumps({**DASH, "big": "x" * (1024 * 1024)})),
      "too large for one ConfigMap"),
