@@ -84,8 +84,48 @@ def _on_sigterm(signum, frame) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+# A fork copies the exporter but none of its threads (worker, HTTP server, samplers), and any
+# lock another thread held at that instant stays held forever in the child. The child's copy
+# is therefore retired at once: fresh locks, nothing left to serve or join, every later
+# frame counted as dropped{reason="forked"} (the parent goes on exporting). A child that
+# wants metrics of its own creates its own Exporter.
+def _retire_in_fork_child() -> None:
+    global _HELPER_LOCK
+    _HELPER_LOCK = threading.RLock()
+    for ex in list(_LIVE):
+        try:
+            ex._retire_after_fork()
+        except Exception:  # nothing may raise in a fork child's start-up
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_retire_in_fork_child)
+
+
+def _fresh_locks(obj) -> None:
+    """Replace every lock attribute of obj with a new, unlocked one of the same kind."""
+    for name, val in list(vars(obj).items()):
+        if isinstance(val, _LOCK):
+            setattr(obj, name, threading.Lock())
+        elif isinstance(val, _RLOCK):
+            setattr(obj, name, threading.RLock())
+
+
+_LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
+
+
 def _default_run() -> str:
     return os.environ.get("RL_EXPORTER_RUN") or time.strftime("run-%Y%m%d-%H%M%S")
+
+
+_PORT_UNSET = object()  # port not passed: RL_EXPORTER_PORT, else DEFAULT_PORT
+
+
+def _env_port() -> int:
+    """RL_EXPORTER_PORT (like RL_EXPORTER_RUN) where the caller passed no port."""
+    v = os.environ.get("RL_EXPORTER_PORT", "").strip()
+    return int(v) if v.isdigit() else DEFAULT_PORT
 
 
 def _env_rank() -> int | None:
@@ -101,7 +141,7 @@ class Exporter:
     def __init__(self, run: str | None = None, framework: str = "auto", *,
                  algorithm: str | None = None, model: str | None = None,
                  rank: int | None = None, host: str | None = None,
-                 port: int | None = DEFAULT_PORT, addr: str = DEFAULT_ADDR, serve: bool = True,
+                 port: int | str | None = _PORT_UNSET, addr: str = DEFAULT_ADDR, serve: bool = True,
                  otlp_endpoint: str | None = None, otlp_interval: float = 15.0,
                  queue_size: int = DEFAULT_QUEUE_SIZE,
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
@@ -136,6 +176,7 @@ class Exporter:
         self._qlock = threading.Lock()
         self._closed = False
         self._helpers: dict = {}   # timers, distributions, device resolver (helper())
+        self._closed_reason = "closed"  # or "forked": why log() drops frames once closed
 
         self.store.set("rl_run_info", 1.0, {
             "framework": framework, "algorithm": algorithm or "", "model": model or "",
@@ -149,16 +190,6 @@ class Exporter:
                                    on_error=self.counts.error)
         self.telemetry.mirror(self.store, self.self_metrics)
 
-        self.endpoint = None
-        if serve and port is not None:
-            ep = Endpoint(self.registry, addr, port, health=self.health)
-            try:
-                ep.start()
-                self.endpoint = ep
-                log.info("rl-exporter serving %s (run %s)", ep.url, self.run)
-            except OSError as e:
-                self.counts.error("bind", e, f"cannot serve /metrics on {addr}:{port} ({e}); "
-                                  "metrics are still collected (pass port=0 for a free port)")
         spool_writer = SpoolWriter.open(spool, self.run, framework, self.counts) if spool else None
         self._worker = Worker(store=self.store, catalog=catalog, framework=framework,
                               counts=self.counts, queue=self._queue, qlock=self._qlock,
@@ -169,18 +200,66 @@ class Exporter:
                               expert_series=expert_series)
         self._worker.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
+        # served last: a scrape that arrives during start-up finds the worker in place
+        self.endpoint = None
+        if port is _PORT_UNSET:
+            port = _env_port()
+        if serve and port is not None:
+            self._serve(addr, port)
         if handle_sigterm:
             _install_sigterm()
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
 
+    def _serve(self, addr: str, port) -> None:
+        """Start /metrics; a port that cannot be had is a counted error, never an exception."""
+        try:
+            port = int(port)  # "9464" from a config file or the environment
+        except (TypeError, ValueError):
+            self.counts.error("bind", None, f"port {port!r} is not a port number; /metrics is "
+                              "not served (metrics are still collected)")
+            return
+        ep = Endpoint(self.registry, addr, port, health=self.health)
+        try:
+            ep.start()
+            self.endpoint = ep
+            log.info("rl-exporter serving %s (run %s)", ep.url, self.run)
+        except (OSError, OverflowError) as e:
+            self.counts.error("bind", e, f"cannot serve /metrics on {addr}:{port} ({e}); "
+                              "metrics are still collected (pass port=0 for a free port)")
+
+    def _retire_after_fork(self) -> None:
+        """In a fork child: this copy has no worker, server or sampler threads, and its locks
+        may be held by threads that no longer exist. Retire it without touching any of them."""
+        _fresh_locks(self)
+        _fresh_locks(self.store)
+        for helper in self._helpers.values():
+            _fresh_locks(helper)
+        self._worker.qlock = self._qlock
+        self._worker.stop.set()
+        if not self._closed:
+            self._closed = True
+            self._closed_reason = "forked"
+        self._queue.clear()
+        if self.endpoint is not None:
+            self.endpoint.detach()  # the listening socket is the parent's
+            self.endpoint = None
+        self.gpu_sampler = None
+        _LIVE.discard(self)
+
     # ================================================================ caller thread
     def log(self, frame, step=None) -> None:
         """Hand one metrics frame to the exporter. Never blocks, never raises."""
         try:
             if self._closed:
-                self._dropped["closed"] += 1
+                reason = self._closed_reason
+                self._dropped[reason] += 1
+                if reason == "forked" and self._dropped[reason] == 1:
+                    log.warning("rl-exporter: run %s is exported by the parent process; frames "
+                                "logged in this forked child are counted as "
+                                "dropped{reason=\"forked\"} (create an Exporter in the child to "
+                                "export from it)", self.run)
                 return
             self.counts.received += 1
             if frame.__class__ is dict:
@@ -232,17 +311,22 @@ class Exporter:
             w = self._worker
             w.coerce.deadline = deadline  # device copies wait no longer than close() does
             w.stop.set()
+            # The worker gets the timeout less a grace in which it counts the rest of its
+            # batch once past the deadline; the whole of close() stays within `timeout`.
+            grace = min(0.5, timeout / 10)
+            w.thread.join(max(0.0, deadline - grace - time.monotonic()))
             w.thread.join(max(0.0, deadline - time.monotonic()))
-            # past the deadline the worker drops the rest of its batch (counted) after the
-            # frame in hand: a short grace lets the count settle before it is reported
-            w.thread.join(0.5)
-            left = 0
-            if self._qlock.acquire(timeout=1.0):  # bounded: close() may run from a signal
+            # Frames still queued are counted. close() may run from a signal handler that
+            # interrupted log() while it held the queue lock: then the lock is never free
+            # here, and the frames are counted from a lock-free copy of the queue instead.
+            if self._qlock.acquire(timeout=max(0.0, min(0.1, deadline - time.monotonic()))):
                 try:
                     left = sum(len(x) == 3 for x in self._queue)  # restored frames aside
                     self._queue.clear()
                 finally:
                     self._qlock.release()
+            else:
+                left = sum(len(x) == 3 for x in tuple(self._queue))
             if left:
                 self.counts.drop("close_timeout", left)
             lost = self.counts.dropped.get("close_timeout", 0)

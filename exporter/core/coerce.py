@@ -54,8 +54,15 @@ class Coercer:
                 return float(v.item())  # numpy 0-d arrays
             else:
                 reason = "type"
-        except (OverflowError, ValueError, TypeError, RuntimeError):
-            reason = "overflow" if not isinstance(v, (Pending, Deferred)) else "device_error"
+        except OverflowError:
+            reason = "overflow"
+        except Exception:  # whatever a foreign __float__ / .item() raises costs this value only
+            if isinstance(v, (Pending, Deferred)):
+                reason = "device_error"
+            else:
+                # a numpy string array reads as a string; anything else that will not convert
+                # (datetime64, a failing __float__) is the wrong type for a metric
+                reason = "string" if isinstance(_item(v), str) else "type"
         if count:
             self.counts.reject(reason, f"key {key!r} has a {type(v).__name__} value ({reason}); "
                                "not exported")
@@ -63,3 +70,11 @@ class Coercer:
 
     def _stop_at(self) -> float | None:
         return self.deadline
+
+
+def _item(v):
+    """v.item() where v has one and it works, else None."""
+    try:
+        return v.item()
+    except Exception:
+        return None

@@ -96,6 +96,13 @@ class Endpoint:
         host = f"[{addr}]" if ":" in addr else addr
         return f"http://{host}:{self.port}/metrics"
 
+    def detach(self) -> None:
+        """Let go of the listening socket without waiting for the serving thread: in a fork
+        child that thread does not exist, and shutdown() would wait for it forever."""
+        if self._server is not None:
+            self._server.socket.close()
+            self._server = None
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.shutdown()

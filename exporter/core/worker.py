@@ -92,6 +92,7 @@ def _is_zero(w) -> bool:
 _IGNORED = _Drop("ignored")
 _FALLBACK_CAP = _Drop("fallback_cap")
 _KEY_BUDGET = _Drop("key_budget")
+_UNREADABLE = _Drop("unreadable")
 
 
 class Worker:
@@ -175,36 +176,44 @@ class Worker:
         starved = False  # out of new-key budget for the rest of this frame
         over = 0
         for k, v in frame.items():
-            slot = slots.get(k)
-            if slot is None:
-                if starved:
-                    over += 1
-                    continue
-                slot = self._slot_for(k)
-                if slot is _KEY_BUDGET:
-                    starved = True
-                    over += 1
-                    continue
-                if k in self.weight_of and _is_zero(frame.get(self.weight_of[k])):
-                    continue
-            if slot.__class__ is int:
-                tv = v.__class__
-                if tv is not float:
-                    if tv is int or tv is bool:
-                        try:
-                            v = float(v)
-                        except OverflowError:
-                            self.counts.reject("overflow")
-                            continue
-                    else:
-                        v = self.coerce.other(k, v)
-                        if v is None:
-                            continue
-                put(slot, v)  # the one place non-finite values are counted
-            else:
-                st = self._special(slot, k, v)
-                if st is not None:
-                    frame_step = st
+            # One key that cannot be read (a key whose str() raises, a value whose __float__
+            # raises anything) costs that key, never the rest of the frame or its step.
+            # A try block costs nothing in CPython 3.11 until something raises.
+            try:
+                slot = slots.get(k)
+                if slot is None:
+                    if starved:
+                        over += 1
+                        continue
+                    slot = self._slot_for(k)
+                    if slot is _KEY_BUDGET:
+                        starved = True
+                        over += 1
+                        continue
+                    if slot is _UNREADABLE:  # counted where it was found
+                        continue
+                    if k in self.weight_of and _is_zero(frame.get(self.weight_of[k])):
+                        continue
+                if slot.__class__ is int:
+                    tv = v.__class__
+                    if tv is not float:
+                        if tv is int or tv is bool:
+                            try:
+                                v = float(v)
+                            except OverflowError:
+                                self.counts.reject("overflow")
+                                continue
+                        else:
+                            v = self.coerce.other(k, v)
+                            if v is None:
+                                continue
+                    put(slot, v)  # the one place non-finite values are counted
+                else:
+                    st = self._special(slot, k, v)
+                    if st is not None:
+                        frame_step = st
+            except Exception as e:  # our own fault: counted and logged, the frame goes on
+                self.counts.error("process", e)
         if over:
             self.counts.rejected["key_budget"] += over
         if step is None:
@@ -221,8 +230,12 @@ class Worker:
         if step is None:
             step = 0 if self.last_step is None else self.last_step + 1  # count frames
         else:
+            raw = step
             step = self.coerce.number(None, step, count=False)
-            if step is None or step != step:
+            if step is None or step != step or step in (float("inf"), float("-inf")):
+                # the frame's values are kept; only its step is not (counted, said once)
+                self.counts.reject("bad_step", f"step {raw!r} is not a finite number; the "
+                                   "frame is exported, the step counter is left as it was")
                 return
         if step != self.last_step:
             self.last_step = step
@@ -298,7 +311,12 @@ class Worker:
         self._budget -= 1.0
         orig = key
         if not isinstance(key, str):
-            key = str(key)
+            try:
+                key = str(key)
+            except Exception as e:  # a key object whose __str__ raises: that key is lost
+                self.counts.reject("unreadable", f"a {type(orig).__name__} key cannot be named "
+                                   f"({type(e).__name__}); its value is not exported")
+                return _UNREADABLE  # not cached: the key object may not even hash stably
         r = self.catalog.resolve(key, self.framework)
         if r.agg == WMEAN and r.weight and not r.fallback:
             self.weight_of[orig] = r.weight

@@ -231,7 +231,7 @@ def test_histogram_merge_equals_recording_each_value():
 
 
 def test_new_keys_past_the_budget_are_counted_and_retried(monkeypatch):
-    from exporter import worker
+    from exporter.core import worker
     monkeypatch.setattr(worker, "NEW_KEY_BURST", 100)
     monkeypatch.setattr(worker, "NEW_KEY_RATE", 0.0)
     ex = Exporter(run="k", framework="verl", serve=False, gpu=False)

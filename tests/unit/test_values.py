@@ -86,7 +86,7 @@ def test_cuda_scalars_are_copied_at_log_time_and_read_off_thread(monkeypatch):
 
 
 def test_a_device_value_that_never_arrives_is_a_counted_rejection(monkeypatch):
-    from exporter import values
+    from exporter.core import values
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(values, "DEVICE_TIMEOUT_S", 0.05)
     monkeypatch.setattr(FakeEvent, "READY_AFTER", 10**9)  # the copy never completes
