@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
+import time
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -25,6 +27,29 @@ from ..catalog import CATALOG, COUNTER, HISTOGRAM, Catalog
 log = logging.getLogger(__name__)
 
 SCOPE = "rl-exporter"
+
+# The OTLP exporter logs a warning for every failed push (2-3 lines each, every interval,
+# for as long as the collector is away), into the trainer's own log. Our pushes count each
+# failure (errors{kind="otlp_export"}) and say so once; the SDK's lines about them are
+# dropped. Only records logged while one of *our* pushes runs on that thread are dropped:
+# another OTLP user in the same process keeps its warnings.
+_SDK_LOGGER = "opentelemetry.exporter.otlp.proto.http.metric_exporter"
+_pushing = threading.local()
+
+
+class _QuietDuringOurPush(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(_pushing, "on", False):
+            if _pushing.first is None:
+                _pushing.first = record.getMessage()
+            return False
+        return True
+
+
+def _quiet_sdk_logger() -> None:
+    sdk = logging.getLogger(_SDK_LOGGER)
+    if not any(isinstance(f, _QuietDuringOurPush) for f in sdk.filters):
+        sdk.addFilter(_QuietDuringOurPush())
 
 
 def _histogram_views(catalog: Catalog) -> list[View]:
@@ -47,15 +72,21 @@ def _otlp_reader(endpoint: str, interval_s: float, headers: dict | None = None, 
         rl_exporter_errors_total{kind="otlp_export"}: the SDK only logs it."""
 
         def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+            _pushing.on, _pushing.first = True, None
             try:
                 result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
             except Exception as e:
                 result = e
+            finally:
+                _pushing.on = False
             if result is not MetricExportResult.SUCCESS and on_error is not None:
-                on_error("otlp_export", None, f"OTLP push to {endpoint} failed ({result}); "
-                         "each failed push is counted")
+                why = f": {_pushing.first}" if _pushing.first else ""
+                on_error("otlp_export", None, f"OTLP push to {endpoint} failed ({result}{why}); "
+                         "each failed push is counted, and the OTLP exporter's own warnings "
+                         "about them are not logged")
             return result if isinstance(result, MetricExportResult) else MetricExportResult.FAILURE
 
+    _quiet_sdk_logger()
     # a push never waits longer than the interval for a slow collector
     exporter = CountingExporter(endpoint=endpoint, headers=headers, timeout=max(1.0, interval_s))
     return PeriodicExportingMetricReader(exporter, export_interval_millis=interval_s * 1000,
@@ -169,11 +200,19 @@ class Telemetry:
 
     def close(self, deadline: float) -> None:
         """Last push (when OTLP is on) and shutdown, together bounded by `deadline`
-        (time.monotonic()), with a floor of 0.5 s for the push."""
-        import time
-        if self.otlp_endpoint:
-            self.force_flush(int(max(0.5, deadline - time.monotonic()) * 1000))
-        self.shutdown(int(max(0.1, deadline - time.monotonic()) * 1000))
+        (time.monotonic()), with a floor of 0.5 s for the push. The SDK's shutdown waits for
+        a push in flight (up to its own timeout, the push interval) whatever it is told, so it
+        runs on a thread of its own that close() stops waiting for at the deadline."""
+        def finish():
+            if self.otlp_endpoint:
+                self.force_flush(int(max(0.5, deadline - time.monotonic()) * 1000))
+            self.shutdown(int(max(0.1, deadline - time.monotonic()) * 1000))
+        t = threading.Thread(target=finish, name="rl-exporter-otel-close", daemon=True)
+        t.start()
+        t.join(max(0.5, deadline - time.monotonic()) if self.otlp_endpoint else None)
+        if t.is_alive():
+            self._error("otlp", None, "OTLP shutdown did not finish within close()'s timeout (a "
+                        "push to a collector that does not answer); it ends in the background")
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
         """Stop the providers; a final push to a slow collector waits at most timeout_ms."""

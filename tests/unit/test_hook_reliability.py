@@ -3,6 +3,7 @@ value that raises, bad steps, a port given as a string or in the environment, a 
 start-up, fork children, and close() from a signal handler that interrupted log()."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -237,3 +238,44 @@ def test_close_while_log_holds_the_queue_lock_is_bounded_and_counts_every_frame(
     assert took < 1.2, took
     assert accounted(e), e.stats()
     assert e.stats()["frames_dropped"]["close_timeout"] == 20
+
+
+def _dead_port() -> int:
+    return free_port()  # bound and released: nothing listens there
+
+
+def test_otlp_to_a_dead_collector_is_counted_and_logged_once(caplog):
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.metric_exporter")
+    with caplog.at_level(logging.WARNING):
+        e = Exporter(run="o", serve=False, gpu=False, otlp_interval=0.2,
+                     otlp_endpoint=f"http://127.0.0.1:{_dead_port()}")
+        try:
+            deadline = time.monotonic() + 20
+            while e.stats()["errors"].get("otlp_export", 0) < 5 and time.monotonic() < deadline:
+                e.log({"critic/score/mean": 0.1})
+                time.sleep(0.1)
+        finally:
+            e.close(timeout=1.0)
+    assert e.stats()["errors"]["otlp_export"] >= 5
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # one line of ours for the pushes (and at most one for the bounded shutdown), none per push
+    assert len(lines) <= 2, [r.getMessage() for r in lines]
+
+
+def test_close_with_a_collector_that_never_answers_is_bounded():
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.metric_exporter")
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)  # accepts (the kernel does), never answers
+    try:
+        e = Exporter(run="o", serve=False, gpu=False,
+                     otlp_endpoint=f"http://127.0.0.1:{srv.getsockname()[1]}")
+        e.log({"critic/score/mean": 0.1}, step=1)
+        e.flush()
+        t0 = time.monotonic()
+        e.close(timeout=1.0)
+        took = time.monotonic() - t0
+    finally:
+        srv.close()
+    assert took < 1.6, took
+    assert e.stats()["errors"].get("otlp", 0) >= 1
