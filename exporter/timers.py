@@ -358,8 +358,10 @@ class PhaseTimers:
             self._hist = ex.telemetry.histogram(PHASE_HIST)
         for phase, total in w.totals.items():
             label = sanitize_label_value(phase)
-            store.set(PHASE_GAUGE, total, {"phase": label})
-            self._hist.record(total, {"run": ex.run, "phase": label})
+            # the histogram follows the gauge's series limit (counted there): past it the
+            # SDK would fold phases into an overflow series nobody counts
+            if store.set(PHASE_GAUGE, total, {"phase": label}):
+                self._hist.record(total, {"run": ex.run, "phase": label})
             n = w.tokens.get(phase)
             if n:
                 store.set(PER_TOKEN, total / n, {"phase": label})
@@ -404,11 +406,20 @@ class LivePhases:
             store = self.exporter.store
             lab = (("phase", sanitize_label_value(phase)),)
             metrics = store.catalog.metrics
-            sids = self._labels[phase] = (store.series_id(metrics[IN_PROGRESS], lab),
-                                          store.series_id(metrics[RECENT_MEDIAN], lab))
+            sids = (store.series_id(metrics[IN_PROGRESS], lab),
+                    store.series_id(metrics[RECENT_MEDIAN], lab))
+            if sids == (None, None):  # past the series limit: not tracked, and not kept here
+                return sids
+            self._labels[phase] = sids
         return sids
 
     def open(self, phase: str) -> None:
+        if phase not in self._labels and self._sids(phase) == (None, None):
+            # A run that invents phase names without end (ids in names) is bounded by the
+            # store's series limit; phases past it are counted there, and keep no state here.
+            self.exporter.counts.reject("phase_limit", f"phase {phase[:64]!r} is past the "
+                                        "series limit; it is not tracked")
+            return
         with self._lock:
             self._seq += 1
             starts = self._open.setdefault(phase, [])
@@ -426,6 +437,8 @@ class LivePhases:
             if not starts:
                 return
             t0, _, _ = starts.pop()
+            if not starts:
+                del self._open[phase]  # open phases only: closed ones keep no entry
             dur = max(0.0, self._clock() - t0)
             recent = self._recent.get(phase)
             if recent is None:

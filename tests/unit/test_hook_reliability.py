@@ -279,3 +279,22 @@ def test_close_with_a_collector_that_never_answers_is_bounded():
         srv.close()
     assert took < 1.6, took
     assert e.stats()["errors"].get("otlp", 0) >= 1
+
+
+def test_invented_phase_names_are_bounded_and_counted():
+    e = Exporter(run="ph", serve=False, gpu=False, series_limit=50)
+    try:
+        for i in range(400):
+            with e.timer(f"phase_{i}"):
+                pass
+            e.log({"critic/score/mean": 0.1}, step=i)
+        s = scrape(e)
+        live = e.helper("_rlx_live_phases", None)
+        assert len(live._labels) <= 50 and len(live._recent) <= 50 and not live._open
+        # the histogram carries no more phases than the gauge, and nothing beyond is silent
+        hist = {dict(k[1]).get("phase") for k in s if k[0] == "rl_phase_timing_seconds_count"}
+        gauge = {dict(k[1]).get("phase") for k in s if k[0] == "rl_phase_duration_seconds"}
+        assert hist <= gauge and len(gauge) <= 50
+        assert rejected(s, "phase_limit") > 0 and rejected(s, "series_limit") > 0
+    finally:
+        e.close()
