@@ -41,10 +41,14 @@ def main(argv=None) -> int:
     ex = Exporter(run="bench", serve=False)
     x = torch.rand(a.n) * 3          # per-token log-prob gaps, float32, CPU
     arr = x.double().numpy()
-    ex.observe("logprob_gap", x)     # warm up (bounds tensor, OTel instrument)
+    ex.observe("logprob_gap", x)     # warm up (bounds tensor)
     t_ours = best(lambda: ex.observe("logprob_gap", x), a.repeat)
     t_np = best(lambda: ex.observe("logprob_gap", arr), a.repeat)
-    hist = ex.telemetry.histogram("rl_token_logprob_gap")
+    # the obvious alternative: an OpenTelemetry SDK histogram, one record() per value
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    hist = provider.get_meter("bench").create_histogram("rl_token_logprob_gap")
     attrs = {"run": ex.run}
 
     def per_value():

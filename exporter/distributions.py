@@ -1,8 +1,8 @@
 """Per-sample distributions: `exporter.observe("response_length", lengths)`.
 
 Values (a torch tensor on any device, a numpy array, a list/tuple, or one number)
-become observations of a catalog HISTOGRAM metric, served by OTel (Prometheus
-`_bucket/_sum/_count`, OTLP), so Grafana can draw heatmaps and PromQL can take
+become observations of a catalog HISTOGRAM metric, kept in the store and served like every
+other series (Prometheus `_bucket/_sum/_count`, OTLP), so Grafana can draw heatmaps and PromQL can take
 `histogram_quantile` over time. Buckets are the metric's, from the catalog.
 
 No Python per-element work for tensors and arrays: bucket counts are computed on
@@ -12,8 +12,8 @@ with sum/min/max into one float64 vector and moved to the host in ONE transfer.
 On CUDA the kernels are only enqueued on the caller's stream and the copy goes to
 pinned memory with non_blocking=True; a background thread polls the copy's event
 and merges the counts, so the caller never synchronizes. The counts are merged
-into the OTel SDK's explicit-bucket aggregation directly (one merge per call, not
-one record() per value); `observe` never raises.
+into the store's histogram in one step (core/histograms.py), not one record() per
+value; `observe` never raises.
 
 Names: a catalog histogram (`rl_sample_reward`) or a short alias (`reward`).
 Unknown names, undeclared labels and unusable values are counted in
@@ -45,7 +45,7 @@ class Distributions:
         self._bounds: dict = {}     # (metric, device) -> bounds tensor
         self._logged: set = set()
         self._lock = threading.Lock()
-        self.merged = 0             # observe() calls merged into OTel
+        self.merged = 0             # observe() calls merged into the store
 
     # ------------------------------------------------------------ caller thread
     def observe(self, name, values, labels=None) -> None:
@@ -78,7 +78,8 @@ class Distributions:
         return m
 
     def _attrs(self, metric, labels):
-        attrs = {"run": self.exporter.run}
+        """The series' labels as sorted pairs (the store adds `run`); None if undeclared."""
+        attrs = {}
         if labels:
             for k, v in dict(labels).items():
                 if k not in metric.labels:
@@ -86,7 +87,7 @@ class Distributions:
                                  f"(declared: {', '.join(metric.labels) or 'none'})")
                     return None
                 attrs[k] = sanitize_label_value(v)
-        return attrs
+        return tuple(sorted(attrs.items()))
 
     def _observe_host(self, metric, attrs, values) -> None:
         if isinstance(values, (str, bytes)) or values is None:
@@ -201,47 +202,11 @@ class Distributions:
             self.exporter.counts.add_nonfinite(metric.name, nonfinite)
         if counts is None:
             return
-        inst = self.exporter.telemetry.histogram(metric.name)
-        merge_histogram(inst, attrs, counts, total, vmin, vmax)
+        self.exporter.store.histograms.merge(metric, attrs, counts, total, vmin, vmax)
         self.merged += 1
 
 
 _INTERNAL = frozenset({"rl_exporter_frame_processing_seconds", "rl_phase_timing_seconds"})
-
-
-def merge_histogram(instrument, attrs: dict, counts, total: float, vmin: float, vmax: float) -> None:
-    """Add pre-computed explicit-bucket counts to an OTel SDK histogram, in every
-    reader, as if each value had been record()ed. Uses the SDK's aggregation
-    objects with the SDK's own locking (view match lock, then aggregation lock);
-    the bucket bounds must be the view's (the catalog's)."""
-    try:
-        from opentelemetry.sdk.metrics._internal._view_instrument_match import _hash_attributes
-    except ImportError:  # older SDKs keyed aggregations by frozenset
-        def _hash_attributes(a):
-            return frozenset(a.items())
-    consumer = instrument._measurement_consumer
-    for storage in list(consumer._reader_storages.values()):
-        for match in storage._get_or_init_view_instrument_match(instrument):
-            attributes = dict(attrs)
-            keys = match._view._attribute_keys
-            if keys is not None:
-                attributes = {k: v for k, v in attributes.items() if k in keys}
-            with match._lock:
-                agg = match._get_or_create_aggregation(_hash_attributes(attributes), attributes)
-                bounds = getattr(agg, "_boundaries", None)
-                if bounds is None or len(bounds) + 1 != len(counts):
-                    raise TypeError(f"{instrument.name}: the reader's aggregation is "
-                                    f"{type(agg).__name__}, not the catalog's explicit buckets")
-                with agg._lock:
-                    if agg._value is None:
-                        agg._value = agg._get_empty_bucket_counts()
-                    for i, c in enumerate(counts):
-                        if c:
-                            agg._value[i] += c
-                    agg._sum += total
-                    if agg._record_min_max:
-                        agg._min = min(agg._min, vmin)
-                        agg._max = max(agg._max, vmax)
 
 
 def distributions_of(exporter) -> Distributions:

@@ -44,6 +44,7 @@ log = logging.getLogger("rl_exporter")
 
 DEFAULT_FALLBACK_LIMIT = 500      # distinct unknown keys exported under rl_unmapped_value
 DEFAULT_QUEUE_SIZE = 1024         # frames
+_FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
 _HELPER_LOCK = threading.RLock()  # helper() factories may create other helpers inside it
 _modules = sys.modules
 _LIVE: "weakref.WeakSet[Exporter]" = weakref.WeakSet()
@@ -146,7 +147,7 @@ class Exporter:
                  queue_size: int = DEFAULT_QUEUE_SIZE,
                  fallback_limit: int = DEFAULT_FALLBACK_LIMIT, series_limit: int = 2000,
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
-                 scope_labels: bool = False, poll_interval: float = 0.02,
+                 poll_interval: float = 0.02,
                  gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
                  expert_series: bool | None = None, handle_sigterm: bool = True):
         self.run = run or _default_run()
@@ -184,19 +185,16 @@ class Exporter:
             "version": __version__})
         self.collector = StoreCollector(self.store, extra=self.self_metrics)
         self.registry.register(self.collector)
-        self.telemetry = Telemetry(self.registry, {"service.name": "rl-exporter", "rl.run": self.run},
+        self.telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": self.run},
                                    catalog=catalog, otlp_endpoint=otlp_endpoint,
-                                   otlp_interval_s=otlp_interval, scope_labels=scope_labels,
-                                   on_error=self.counts.error)
+                                   otlp_interval_s=otlp_interval, on_error=self.counts.error)
         self.telemetry.mirror(self.store, self.self_metrics)
 
         spool_writer = SpoolWriter.open(spool, self.run, framework, self.counts) if spool else None
         self._worker = Worker(store=self.store, catalog=catalog, framework=framework,
                               counts=self.counts, queue=self._queue, qlock=self._qlock,
                               fallback_limit=fallback_limit, poll=poll_interval,
-                              frame_hist=self.telemetry.histogram(
-                                  "rl_exporter_frame_processing_seconds"),
-                              run_attrs={"run": self.run}, spool=spool_writer,
+                              frame_seconds=self._frame_seconds, spool=spool_writer,
                               expert_series=expert_series)
         self._worker.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
@@ -211,6 +209,9 @@ class Exporter:
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
+
+    def _frame_seconds(self, seconds: float) -> None:
+        self.store.histograms.record(_FRAME_HIST, seconds)
 
     def _serve(self, addr: str, port) -> None:
         """Start /metrics; a port that cannot be had is a counted error, never an exception."""

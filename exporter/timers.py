@@ -255,7 +255,6 @@ class PhaseTimers:
         self._windows: dict[int, _Window] = {}
         self._manual = 0
         self._local = threading.local()
-        self._hist = None
         self.published = 0                        # windows published
         self.resolver = resolver if resolver is not None else resolver_of(exporter)
         self.resolver.add_ticker(self._tick)
@@ -354,14 +353,13 @@ class PhaseTimers:
     def _publish(self, w: _Window) -> None:
         ex = self.exporter
         store = ex.store
-        if self._hist is None:
-            self._hist = ex.telemetry.histogram(PHASE_HIST)
+        hist = store.catalog.metrics[PHASE_HIST]
         for phase, total in w.totals.items():
             label = sanitize_label_value(phase)
             # the histogram follows the gauge's series limit (counted there): past it the
             # SDK would fold phases into an overflow series nobody counts
             if store.set(PHASE_GAUGE, total, {"phase": label}):
-                self._hist.record(total, {"run": ex.run, "phase": label})
+                store.histograms.record(hist, total, (("phase", label),))
             n = w.tokens.get(phase)
             if n:
                 store.set(PER_TOKEN, total / n, {"phase": label})

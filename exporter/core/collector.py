@@ -1,14 +1,17 @@
-"""A prometheus_client collector that renders the store.
+"""A prometheus_client collector that renders the store: gauges, counters, state sets and
+histograms, one render path for all of them.
 
-Why not OTel gauges for these: the OTel SDK drops NaN/Inf (a NaN loss would
-vanish behind its last finite value) and its reader renders ~2.5x slower than
-prometheus_client. Histograms still go through OTel's reader beside this.
+Why not OTel instruments and its Prometheus reader: the OTel SDK drops NaN/Inf (a NaN loss
+would vanish behind its last finite value), its reader renders ~2.5x slower than
+prometheus_client, and observe()'s pre-bucketed counts have no public way into an SDK
+histogram.
 """
 from __future__ import annotations
 
 from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from ..catalog import COUNTER, INFO, STATE
 from .store import Store
@@ -61,6 +64,24 @@ class StoreCollector(Collector):
                 fam.samples.extend([Sample(sample_name, lab, values[i], None, None)
                                     for lab, i in zip(label_dicts, ids)])
         self._cache = cache
+        for store in list(self.stores):
+            for metric, rows in store.histograms.snapshot():
+                fam = families.get(metric.name)
+                if fam is None:
+                    fam = families[metric.name] = PromMetric(metric.name, metric.help, "histogram")
+                les = [floatToGoString(b) for b in metric.buckets] + ["+Inf"]
+                # OpenMetrics allows _sum only where no observation can be negative: signed
+                # buckets (rewards, advantages) carry the buckets alone; +Inf is the count
+                signed = bool(metric.buckets) and metric.buckets[0] < 0
+                for labels, cum, total, count, _, _ in rows:
+                    for le, c in zip(les, cum):
+                        lab = dict(labels)
+                        lab["le"] = le
+                        fam.samples.append(Sample(metric.name + "_bucket", lab, float(c), None, None))
+                    if not signed:
+                        fam.samples.append(Sample(metric.name + "_count", labels, float(count),
+                                                  None, None))
+                        fam.samples.append(Sample(metric.name + "_sum", labels, total, None, None))
         if self.extra is not None:
             for store, metric_name, labels, value in self.extra():
                 metric = store.catalog.metrics[metric_name]

@@ -13,6 +13,7 @@ import threading
 from collections import defaultdict
 
 from ..catalog import CATALOG, COUNTER, INFO, Catalog, Metric
+from .histograms import Histograms
 from .self_metrics import Counts
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ class Store:
         self.nonfinite = self.counts.nonfinite
         self.rejected = self.counts.rejected
         self.version = 0  # bumped when series are added (collector caches per version)
+        # HISTOGRAM metrics (timers, observe(), the worker's own timing): bucket arrays
+        self.histograms = Histograms(run, series_limit, self.counts)
 
     # ------------------------------------------------------------ series
     def series_id(self, metric: Metric, labels: tuple[tuple[str, str], ...] = ()) -> int | None:
@@ -102,6 +105,13 @@ class Store:
         if sid is not None:
             with self._lock:
                 self.values[sid] += amount
+
+    def record(self, metric: str | Metric, value: float,
+               labels: dict[str, str] | tuple | None = None) -> None:
+        """One observation of a HISTOGRAM metric (a phase duration, a frame's processing)."""
+        m = metric if isinstance(metric, Metric) else self.catalog.metrics[metric]
+        lab = labels if isinstance(labels, tuple) else tuple(sorted((labels or {}).items()))
+        self.histograms.record(m, float(value), lab)
 
     def set_state(self, metric: str | Metric, state: str, labels: tuple = ()) -> bool:
         m = metric if isinstance(metric, Metric) else self.catalog.metrics[metric]

@@ -100,14 +100,14 @@ class Worker:
 
     def __init__(self, *, store: Store, catalog, framework: str, counts: Counts,
                  queue: collections.deque, qlock: threading.Lock, fallback_limit: int,
-                 poll: float, frame_hist, run_attrs: dict, spool=None,
+                 poll: float, frame_seconds, spool=None,
                  expert_series: bool = False):
         self.store, self.catalog, self.framework = store, catalog, framework
         self.counts = counts
         self.queue, self.qlock = queue, qlock
         self.fallback_limit = fallback_limit
         self.poll = poll
-        self.frame_hist, self.run_attrs = frame_hist, run_attrs
+        self.frame_seconds = frame_seconds  # records the worker's time per frame
         self.spool = spool                 # spool_writer.SpoolWriter or None
         self.expert_series = expert_series  # per-expert MoE series are opt-in
         self.coerce = Coercer(counts)
@@ -148,7 +148,7 @@ class Worker:
                     except Exception as e:
                         counts.error("process", e)
                     try:
-                        self.frame_hist.record(time.perf_counter() - t0, self.run_attrs)
+                        self.frame_seconds(time.perf_counter() - t0)
                     except Exception as e:
                         counts.error("self_histogram", e)
                     # Hand the GIL over between frames: a training thread that released it

@@ -1,6 +1,6 @@
 """observe(): bucket counts equal an independent per-value reference, aliases and
 rejections, NaN handling, and no per-element Python work (call counts do not grow
-with the number of values; OTel's per-value record() is never called)."""
+with the number of values; the per-value record() is never called)."""
 import bisect
 import math
 
@@ -36,15 +36,12 @@ def buckets(ex, metric, labels=()):
     return out, count, s.get((metric + "_sum", tuple(labels)))
 
 
-def otel_sum(ex, metric):
-    """The histogram sum as OTel holds it (what OTLP pushes), for signed metrics."""
-    total = 0.0
-    for storage in ex.telemetry.provider._measurement_consumer._reader_storages.values():
-        for inst, matches in storage._instrument_view_instrument_matches.items():
-            if inst.name == metric:
-                for agg in matches[0]._attributes_aggregation.values():
-                    total += agg._sum + agg._previous_sum  # since the last collect + before
-                return total
+def held_sum(ex, metric):
+    """The histogram's sum as the store holds it (what OTLP pushes), for signed metrics whose
+    Prometheus exposition carries no _sum."""
+    for m, rows in ex.store.histograms.snapshot():
+        if m.name == metric:
+            return sum(total for _, _, total, _, _, _ in rows)
     return None
 
 
@@ -96,7 +93,7 @@ def test_counts_match_reference_including_boundaries(ex, kind):
     assert got == reference(metric, vals)
     assert count == len(vals)
     assert total is None  # signed buckets: see the metric's help
-    assert otel_sum(ex, metric) == pytest.approx(sum(vals), rel=1e-6, abs=1e-6)
+    assert held_sum(ex, metric) == pytest.approx(sum(vals), rel=1e-6, abs=1e-6)
 
 
 def test_accumulates_and_labels(ex):
@@ -130,7 +127,7 @@ def test_nonfinite_values_are_counted_not_bucketed(ex):
     ex.observe("advantage", torch.tensor([0.0, float("nan"), float("inf"), -float("inf"), 1.0]))
     ex.observe("advantage", [float("nan")])
     got, count, total = buckets(ex, "rl_sample_advantage")
-    assert count == 2 and otel_sum(ex, "rl_sample_advantage") == 1.0
+    assert count == 2 and held_sum(ex, "rl_sample_advantage") == 1.0
     s = scrape(ex)
     assert s[("rl_exporter_nonfinite_values_total", (("metric", "rl_sample_advantage"),))] == 4
 
@@ -142,8 +139,7 @@ def test_no_per_element_python_work(ex, kind, monkeypatch):
         small, big = torch.rand(1000) * 4, torch.rand(1_000_000) * 4
     else:
         small, big = np.random.rand(1000) * 4, np.random.rand(1_000_000) * 4
-    hist = ex.telemetry.histogram("rl_token_logprob_gap")
-    monkeypatch.setattr(hist, "record", lambda *a, **k: pytest.fail("per-value record()"))
+    monkeypatch.setattr(ex.store.histograms, "record", lambda *a, **k: pytest.fail("per-value record()"))
     ex.observe("logprob_gap", small)                   # warm caches
     # no collection mid-count: finalizers of other tests' objects (weakref callbacks) would
     # run here and count as our calls

@@ -1,7 +1,7 @@
 """Defects found on a new user's path and in review, one test each (each failed before
 its fix): hidden numpy dependency, OTLP raising at start-up, port=None serving, losses on
 close(), the collector's template cache, init() retry storm, IPv6, per-thread timer
-stacks, and the OTel SDK pin that observe()'s histogram merge relies on."""
+stacks, and OTel through public API only."""
 from __future__ import annotations
 
 import subprocess
@@ -107,14 +107,14 @@ def test_last_timer_window_is_published_at_close():
         time.sleep(0.01)
     ex.flush()
     text = ""
-    original = ex.telemetry.shutdown
+    original = ex.telemetry.close
 
-    def shutdown(*a, **k):
+    def close(*a, **k):  # the last thing close() does before the endpoint stops
         nonlocal text
         text = generate_latest(ex.registry).decode()
         original(*a, **k)
 
-    ex.telemetry.shutdown = shutdown
+    ex.telemetry.close = close
     ex.close()
     line = next(l for l in text.splitlines() if l.startswith("rl_phase_duration_seconds{"))
     assert 'phase="save"' in line and float(line.split()[-1]) >= 0.01
@@ -201,30 +201,38 @@ def test_one_phase_handle_entered_from_two_threads():
     assert 0.3 <= w1 < 1.0, w1  # B's own span (~0.35 s), not the 0.05 s left of A's
 
 
-def test_otel_sdk_within_the_pinned_range():
-    """observe() merges counts into the SDK's aggregation objects, which are not public API:
-    the SDK is capped in pyproject.toml at a release this test ran against."""
-    from packaging.requirements import Requirement
+def test_no_private_otel_api_and_no_upper_cap():
+    """Histograms live in our store; OTel is only the OTLP mirror, through public API, so the
+    SDK needs no cap (CI installs the newest release and tests/integration/test_otlp.py runs
+    on it)."""
+    import re
     import tomllib
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    req = next(Requirement(d) for d in deps if d.startswith("opentelemetry-sdk"))
-    assert any(s.operator == "<" for s in req.specifier), "opentelemetry-sdk needs an upper bound"
-    assert metadata.version("opentelemetry-sdk") in req.specifier
+    from packaging.requirements import Requirement
+    used = [p for p in (ROOT / "exporter").rglob("*.py")
+            if re.search(r"opentelemetry\S*\._internal|\._measurement_consumer|\._reader_storages",
+                         p.read_text())]
+    assert used == []
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = [Requirement(d) for deps in [project["dependencies"], *project["optional-dependencies"].values()]
+            for d in deps if d.startswith("opentelemetry")]
+    assert reqs and not [r for r in reqs if any(s.operator in ("<", "<=", "==", "~=") for s in r.specifier)]
 
 
 def test_histogram_merge_equals_recording_each_value():
-    """The private-API merge gives exactly what the SDK's public record() gives."""
-    values = [0.0, 0.1, 0.5, 0.9, 1.0, 3.0, 2.0, 7.5]  # record() drops negatives by spec
+    """observe()'s one-step merge of pre-bucketed counts gives exactly what recording the
+    values one at a time gives, negative values included."""
+    values = [-3.0, -0.2, 0.0, 0.1, 0.5, 0.9, 1.0, 3.0, 2.0, 7.5]
     a = Exporter(run="h", serve=False)
     b = Exporter(run="h", serve=False)
     try:
         a.observe("reward", values)
-        inst = b.telemetry.histogram("rl_sample_reward")
+        metric = b.catalog.metrics["rl_sample_reward"]
         for v in values:
-            inst.record(v, {"run": "h"})
+            b.store.histograms.record(metric, v)
         sa = {k: v for k, v in scrape(a).items() if k[0].startswith("rl_sample_reward")}
         sb = {k: v for k, v in scrape(b).items() if k[0].startswith("rl_sample_reward")}
         assert sa and sa == sb
+        assert a.store.histograms.snapshot()[0][1][0][2:] == b.store.histograms.snapshot()[0][1][0][2:]
     finally:
         a.close()
         b.close()
