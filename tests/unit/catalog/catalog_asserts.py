@@ -78,11 +78,6 @@ def lands(key: str, framework: str, metric: str, labels: dict | None = None,
     return r
 
 
-def bundled_keys(framework: str) -> dict:
-    """This checkout's copy of framework-keys.json for one framework (tests/unit/catalog/data)."""
-    return json.loads((Path(__file__).parent / "data" / f"framework_keys_{framework}.json").read_text())
-
-
 def known(key: str, framework: str):
     """Resolves to a catalog entry, is ignored with a reason, or is left on the fallback on
     purpose with a reason: never the fallback by omission."""
