@@ -22,7 +22,9 @@ from exporter.integrations import verl as rlx_verl
 from exporter.testing import scrape
 
 from ._check import assert_exported, numeric_frame
-from .framework_keys import VERL_KEYS
+from tests.helpers import framework_keys
+
+VERL_KEYS = framework_keys("verl")
 
 
 class LocalLogger:  # verl.utils.logger.LocalLogger, console backend (prints one line per step)
