@@ -19,7 +19,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def scrape(url: str, timeout: float = 5.0) -> str:
+def scrape_text(url: str, timeout: float = 5.0) -> str:
     """The exposition text a plain GET of a /metrics URL returns."""
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read().decode()
