@@ -22,21 +22,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import require_binary
-from tests.helpers import scrape_text
+from tests.helpers import helm_sync, scrape_text
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "rl-exporter"
-sys.path.insert(0, str(ROOT / "helm"))
-import sync  # noqa: E402  (helm/sync.py)
+sync = helm_sync()
 
 K8S_VERSION = "1.30.0"
 CRDS = ["--api-versions", "monitoring.coreos.com/v1/PodMonitor",
