@@ -93,6 +93,18 @@ def known(key: str, framework: str):
     return r
 
 
+def frame_lands(frame: dict, framework: str) -> None:
+    """Every key of a logged frame lands on a named series (no fallback, not ignored) and no two
+    keys land on the same one."""
+    seen: dict = {}
+    for key in frame:
+        r = CATALOG.resolve(key, framework)
+        assert not r.fallback and not r.ignored, f"{key!r}: {r.reason}"
+        sid = (r.metric.name, r.labels)
+        assert sid not in seen, f"{key} and {seen[sid]} both become {sid}"
+        seen[sid] = key
+
+
 def frame_fallbacks(frame: dict, framework: str) -> list[str]:
     """Keys of a logged frame that would land on rl_unmapped_value."""
     return [k for k in frame if CATALOG.resolve(k, framework).fallback]

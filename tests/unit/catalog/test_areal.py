@@ -6,6 +6,8 @@ import pytest
 
 from tests.helpers import framework_keys, res
 
+from .catalog_asserts import frame_lands
+
 FW = "areal"
 
 
@@ -61,7 +63,5 @@ CONSOLE = """\
 def test_console_frame_resolves_with_zero_fallbacks():
     frame = parse_fancy_grid(CONSOLE)
     assert len(frame) == 20 and frame["ppo_actor/update/clip_ratio/avg"] == pytest.approx(1.2e-3)
-    for key in frame:
-        r = res(key, FW)
-        assert not r.fallback and not r.ignored, key
+    frame_lands(frame, FW)
     assert res("ppo_actor/update/clip_ratio/avg", FW).metric.name == "rl_policy_clip_ratio"

@@ -8,6 +8,8 @@ import pytest
 
 from tests.helpers import framework_keys, res
 
+from .catalog_asserts import frame_lands
+
 FW = "miles"
 
 
@@ -28,8 +30,6 @@ JSONL = ('{"timestamp":"2026-08-21T18:09:36.123456Z","source":{"component":"main
 def test_console_and_jsonl_frames_resolve_with_zero_fallbacks():
     frame = ast.literal_eval(CONSOLE.split(" - step 7: ", 1)[1])
     frame.update(json.loads(JSONL)["metrics"])
-    for key in frame:
-        r = res(key, FW)
-        assert not r.fallback and not r.ignored, key
+    frame_lands(frame, FW)
     assert res("train/step", FW).step
     assert not res("rollout/step", FW).step

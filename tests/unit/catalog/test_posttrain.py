@@ -3,6 +3,8 @@ string-valued keys are states, one GRPO frame has no fallbacks or collisions, an
 reduce as the system's own description says."""
 from tests.helpers import res
 
+from .catalog_asserts import frame_lands
+
 FW = "posttrain"
 
 
@@ -34,13 +36,7 @@ GRPO_FRAME = {
 
 
 def test_grpo_frame_resolves_without_fallbacks_or_collisions():
-    series = {}
-    for key in GRPO_FRAME:
-        r = res(key, FW)
-        assert not r.fallback and not r.ignored, key
-        sid = (r.metric.name, r.labels)
-        assert sid not in series, f"{key} and {series[sid]} both become {sid}"
-        series[sid] = key
+    frame_lands(GRPO_FRAME, FW)
 
 
 def test_dpo_nft_losses_are_plain_means_even_with_a_token_count():

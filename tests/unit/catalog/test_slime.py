@@ -4,6 +4,8 @@ import ast
 
 from tests.helpers import res
 
+from .catalog_asserts import frame_lands
+
 FW = "slime"
 
 
@@ -27,13 +29,7 @@ def parse_console(line):
 def test_console_frame_resolves_with_zero_fallbacks():
     frame = parse_console(CONSOLE)
     assert frame["train/step"] == 7
-    series = {}
-    for key in frame:
-        r = res(key, FW)
-        assert not r.fallback and not r.ignored, key
-        sid = (r.metric.name, r.labels)
-        assert sid not in series, f"{key} and {series[sid]} collide"
-        series[sid] = key
+    frame_lands(frame, FW)
     assert res("train/lr-pg_0", FW).metric.name == "rl_next_learning_rate"
 
 
