@@ -4,19 +4,14 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import socket
 import sys
 import urllib.request
 from pathlib import Path
 
+from exporter.postmortem.tools import free_port  # noqa: F401  (one free-port helper: doctor's)
+
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORK_DATA = Path(__file__).resolve().parent / "unit" / "catalog" / "data"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape_text(url: str, timeout: float = 5.0) -> str:
