@@ -1,10 +1,11 @@
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
+
+from tests.helpers import free_port  # noqa: F401  (tests import it from here too)
 
 
 # RLX_REQUIRE_ALL=1 (set by .ci/run): a test that skips, for whatever reason (a missing
@@ -68,12 +69,6 @@ def _stock_trainer_callbacks():
         trainer.DEFAULT_CALLBACKS = [cb.DefaultFlowCallback]
         trainer.DEFAULT_PROGRESS_CALLBACK = cb.ProgressCallback
         trainer.PrinterCallback = cb.PrinterCallback
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

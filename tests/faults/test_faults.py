@@ -25,6 +25,7 @@ from prometheus_client import generate_latest
 
 from exporter import Exporter
 from exporter.testing import scrape
+from tests.helpers import free_port
 
 from . import harness
 from .harness import FRAME, compare, loop, p99, record
@@ -38,12 +39,6 @@ def new(**kw) -> Exporter:
     kw.setdefault("handle_sigterm", False)
     kw.setdefault("framework", "verl")
     return Exporter(**kw)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def accounted(ex) -> dict:

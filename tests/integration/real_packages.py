@@ -12,10 +12,10 @@ import contextlib
 import importlib
 import os
 import sys
-import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import scrape_text, series
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENDOR = os.path.join(ROOT, "tests", "vendor")
@@ -49,14 +49,7 @@ def vendored(name: str):
 
 def scrape_url(url: str) -> dict:
     """{(sample name, sorted labels without run): value} from a live /metrics endpoint."""
-    with urllib.request.urlopen(url, timeout=5) as r:
-        text = r.read().decode()
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            labels = tuple(sorted((k, v) for k, v in s.labels.items() if k != "run"))
-            out[(s.name, labels)] = s.value
-    return out
+    return series(scrape_text(url))
 
 
 def config_series(series: dict) -> dict:

@@ -8,7 +8,6 @@ that every rank got the same frame.
 import math
 import os
 import pickle
-import socket
 import tempfile
 
 import pytest
@@ -19,6 +18,7 @@ import torch.multiprocessing as mp  # noqa: E402
 
 from exporter.catalog import CATALOG, Catalog  # noqa: E402
 from exporter.catalog.model import Vocabulary, alias  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -108,12 +108,6 @@ def _worker(rank, world, port, outdir):
         pickle.dump(res, f)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _same(a, b):
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
@@ -128,7 +122,7 @@ def _same(a, b):
 def ranks(request):
     world = request.param
     with tempfile.TemporaryDirectory() as d:
-        mp.spawn(_worker, args=(world, _free_port(), d), nprocs=world, join=True)
+        mp.spawn(_worker, args=(world, free_port(), d), nprocs=world, join=True)
         out = []
         for r in range(world):
             with open(os.path.join(d, f"rank{r}.pkl"), "rb") as f:

@@ -22,20 +22,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import require_binary
+from tests.helpers import helm_sync, scrape_text
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "rl-exporter"
-sys.path.insert(0, str(ROOT / "helm"))
-import sync  # noqa: E402  (helm/sync.py)
+sync = helm_sync()
 
 K8S_VERSION = "1.30.0"
 CRDS = ["--api-versions", "monitoring.coreos.com/v1/PodMonitor",
@@ -754,7 +753,7 @@ def test_example_job_command_serves_metrics(helm, chart, port):
         body = ""
         while time.monotonic() < deadline:
             try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+                body = scrape_text(f"http://127.0.0.1:{port}/metrics", timeout=2)
                 if "rl_training_step{" in body:
                     break
             except OSError:
@@ -890,7 +889,7 @@ def test_rendered_sidecar_args_drive_serve(helm, chart, work, tmp_path, port):
             if proc.poll() is not None:
                 pytest.fail(f"serve exited {proc.returncode}: {proc.stdout.read()}")
             try:
-                body = urllib.request.urlopen(base + "/metrics", timeout=2).read().decode()
+                body = scrape_text(base + "/metrics", timeout=2)
             except OSError:
                 time.sleep(0.2)
         assert 'rl_training_step{run="grpo-qwen"} 2.0' in body, body[:3000]
@@ -907,7 +906,7 @@ def test_rendered_sidecar_args_drive_serve(helm, chart, work, tmp_path, port):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and 'rl_entropy{run="grpo-qwen"} 0.3' not in body:
             time.sleep(0.1)
-            body = urllib.request.urlopen(base + "/metrics", timeout=2).read().decode()
+            body = scrape_text(base + "/metrics", timeout=2)
         assert 'rl_entropy{run="grpo-qwen"} 0.3' in body
         assert (logs / ".rl-exporter-state.json").exists(), "state file on the log volume"
     finally:

@@ -1,11 +1,11 @@
 """A real Prometheus scrapes `rl-exporter demo`; PromQL sees the canonical series."""
 import math
 import subprocess
-import urllib.request
 
 import pytest
 
 from tests.conftest import free_port, require_binary, rl_exporter_cmd, stop
+from tests.helpers import scrape_text
 from tests.integration.prom import Prometheus
 
 pytestmark = pytest.mark.integration
@@ -79,6 +79,6 @@ def test_histogram_from_otel_is_queryable(stack):
 def test_promtool_check_metrics_is_clean(stack):
     _, ports = stack
     promtool = require_binary("promtool")
-    body = urllib.request.urlopen(f"http://127.0.0.1:{ports['healthy']}/metrics").read()
+    body = scrape_text(f"http://127.0.0.1:{ports['healthy']}/metrics").encode()
     r = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -12,7 +12,9 @@ import pytest
 
 from tests.integration.real_packages import config_series, need, scrape_url
 from tests.unit.integrations._check import assert_exported, numeric_frame
-from tests.unit.integrations.framework_keys import AREAL_KEYS
+from tests.helpers import framework_keys
+
+AREAL_KEYS = framework_keys("areal")
 
 pytestmark = pytest.mark.integration
 

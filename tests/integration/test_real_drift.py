@@ -16,7 +16,9 @@ from importlib.metadata import version
 import pytest
 
 from tests.integration.real_packages import ROOT, need
-from tests.unit.integrations.framework_keys import OPENRLHF_KEYS, VERL_KEYS
+from tests.helpers import framework_keys
+
+OPENRLHF_KEYS, VERL_KEYS = framework_keys("openrlhf"), framework_keys("verl")
 
 pytestmark = pytest.mark.integration
 

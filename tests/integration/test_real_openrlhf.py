@@ -22,7 +22,9 @@ import pytest
 
 from tests.integration.real_packages import config_series, need, scrape_url, source_function
 from tests.unit.integrations._check import assert_exported, numeric_frame
-from tests.unit.integrations.framework_keys import OPENRLHF_KEYS
+from tests.helpers import framework_keys
+
+OPENRLHF_KEYS = framework_keys("openrlhf")
 
 pytestmark = pytest.mark.integration
 

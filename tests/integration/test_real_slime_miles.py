@@ -19,8 +19,10 @@ from exporter.integrations import miles as rlx_miles
 from exporter.integrations import slime as rlx_slime
 from tests.integration.real_packages import config_series, need, scrape_url, vendored
 from tests.unit.integrations._check import assert_exported
-from tests.unit.integrations.framework_keys import MILES_KEYS, SLIME_KEYS
+from tests.helpers import framework_keys
 from tests.unit.integrations.test_slime_miles import drive
+
+MILES_KEYS, SLIME_KEYS = framework_keys("miles"), framework_keys("slime")
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,9 @@ import pytest
 
 from tests.integration.real_packages import config_series, need, scrape_url
 from tests.unit.integrations._check import assert_exported, numeric_frame
-from tests.unit.integrations.framework_keys import VERL_KEYS
+from tests.helpers import framework_keys
+
+VERL_KEYS = framework_keys("verl")
 
 pytestmark = pytest.mark.integration
 

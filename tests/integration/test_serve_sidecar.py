@@ -3,7 +3,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -12,19 +11,12 @@ import urllib.error
 import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import free_port, scrape_text, series
 
 pytestmark = pytest.mark.integration
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POLL = ["--poll-interval", "0.01", "--checkpoint-interval", "0.05"]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Serve:
@@ -42,12 +34,8 @@ class Serve:
         self.base = self.url.rsplit("/metrics", 1)[0]
 
     def metrics(self):
-        text = urllib.request.urlopen(self.url, timeout=5).read().decode()
-        out = {}
-        for fam in text_string_to_metric_families(text):
-            for s in fam.samples:
-                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-        return out, text
+        text = scrape_text(self.url)
+        return series(text, with_run=True), text
 
     def value(self, name, **labels):
         m, _ = self.metrics()

@@ -28,10 +28,10 @@ tokenizers = pytest.importorskip("tokenizers")
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from exporter.catalog import CATALOG  # noqa: E402
 from exporter.integrations.trl import RLExporterCallback  # noqa: E402
+from tests.helpers import scrape_text, series  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -49,16 +49,6 @@ EXPECT_CANONICAL = {
     "rewards/margins": "rl_preference_reward_margin",
     "rewards/accuracies": "rl_preference_accuracy_ratio",
 }
-
-
-def _scrape_http(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        text = r.read().decode()
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
 
 
 def _without_run(series: dict, run: str) -> dict:
@@ -114,7 +104,7 @@ class Probe:
                 assert ex is not None and ex.url, "the callback should be serving by now"
                 ex.flush()
                 probe.url = ex.url
-                probe.series = _scrape_http(ex.url)
+                probe.series = series(scrape_text(ex.url), with_run=True)
         return _P()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -15,13 +14,14 @@ from exporter.catalog import CATALOG
 from exporter.demo.budget import BUDGET, full_rank, measure
 from exporter.demo.fleet import FRAMEWORKS, Fleet, RankEndpoint, plan_kinds, translate
 from exporter.demo import SimulatedRun
+from tests.helpers import scrape_text
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def scrape(url: str) -> Counter:
     """Samples per family name, parsed like a scraper parses them."""
-    body = urllib.request.urlopen(url, timeout=10).read().decode()
+    body = scrape_text(url, timeout=10)
     return Counter({f.name: len(f.samples) for f in text_string_to_metric_families(body)})
 
 
@@ -31,7 +31,7 @@ def test_fully_featured_rank_scraped_is_within_the_budget():
     ep.start()
     try:
         counts = scrape(f"http://127.0.0.1:{ep.port}/metrics")
-        body = urllib.request.urlopen(f"http://127.0.0.1:{ep.port}/metrics").read().decode()
+        body = scrape_text(f"http://127.0.0.1:{ep.port}/metrics")
     finally:
         ep.stop()
         ex.close()

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import helm_sync
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "helm"))
-import sync  # noqa: E402
+sync = helm_sync()
 
 RULES = "groups:\n- name: g1\n  rules:\n  - alert: A\n    expr: up == 0\n    annotations:\n      description: '{{ $labels.run }}'\n"
 DASH = {"uid": "rl-x", "title": "X", "panels": [{"id": 1, "targets": [{"legendFormat": "{{run}}"}]}]}

@@ -6,13 +6,13 @@ import logging
 import math
 import threading
 import types
-import urllib.request
 
 import pytest
 
 import exporter
 from exporter import Exporter
 from exporter.testing import scrape
+from tests.helpers import scrape_text
 
 
 @pytest.fixture
@@ -268,7 +268,7 @@ def test_two_exporters_on_one_port_do_not_raise(port):
         assert b.stats()["errors"]["bind"] == 1
         b.log({"actor/pg_clipfrac": 0.3})  # still collects
         assert ("rl_policy_clip_ratio", ()) in scrape(b)
-        assert b'run="a"' in urllib.request.urlopen(a.url).read()
+        assert 'run="a"' in scrape_text(a.url)
     finally:
         a.close()
         b.close()

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from importlib import metadata
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from prometheus_client import generate_latest
 import exporter
 from exporter import Exporter
 from exporter.testing import scrape
+from tests.helpers import scrape_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -161,7 +161,7 @@ def test_ipv6_loopback(port):
         assert ex.url is not None and ex.url.startswith("http://[::1]:"), ex.url
         ex.log({"actor/pg_clipfrac": 0.25})
         ex.flush()
-        body = urllib.request.urlopen(ex.url, timeout=5).read().decode()
+        body = scrape_text(ex.url)
         assert 'rl_policy_clip_ratio{run="v6"} 0.25' in body
     finally:
         ex.close()

@@ -78,11 +78,6 @@ def lands(key: str, framework: str, metric: str, labels: dict | None = None,
     return r
 
 
-def bundled_keys(framework: str) -> dict:
-    """This checkout's copy of framework-keys.json for one framework (tests/unit/catalog/data)."""
-    return json.loads((Path(__file__).parent / "data" / f"framework_keys_{framework}.json").read_text())
-
-
 def known(key: str, framework: str):
     """Resolves to a catalog entry, is ignored with a reason, or is left on the fallback on
     purpose with a reason: never the fallback by omission."""
@@ -96,6 +91,18 @@ def known(key: str, framework: str):
     else:
         assert r.metric is not None and r.metric.name.startswith("rl_"), r
     return r
+
+
+def frame_lands(frame: dict, framework: str) -> None:
+    """Every key of a logged frame lands on a named series (no fallback, not ignored) and no two
+    keys land on the same one."""
+    seen: dict = {}
+    for key in frame:
+        r = CATALOG.resolve(key, framework)
+        assert not r.fallback and not r.ignored, f"{key!r}: {r.reason}"
+        sid = (r.metric.name, r.labels)
+        assert sid not in seen, f"{key} and {seen[sid]} both become {sid}"
+        seen[sid] = key
 
 
 def frame_fallbacks(frame: dict, framework: str) -> list[str]:

@@ -1,62 +1,14 @@
-"""Generic vocabulary: the metric guides' framework-neutral names (seeds 001 and 004)."""
+"""Generic vocabulary (the metric guides' framework-neutral names) beyond the shared conformance
+(test_conformance.py, data/generic.json): legacy lr units, guide frames, the legacy veRL console."""
 from __future__ import annotations
 
 import pytest
 
-from catalog_asserts import frame_fallbacks, known, lands, series_of
 from exporter.catalog import CATALOG
 
+from .catalog_asserts import frame_fallbacks, series_of
+
 FW = "generic"
-
-# Seed 001 (RL metrics dictionary) and seed 004 (veRL guide) names not in the veRL vocabulary.
-KEYS = [
-    "rm/loss", "rm/accuracy", "rm/reward_margin", "rm/reward_chosen/mean", "rm/reward_rejected/mean",
-    "rm/grad_norm", "loss/dpo", "rewards/chosen", "rewards/rejected", "rewards/margins",
-    "rewards/accuracy", "logps/chosen", "logps/rejected", "kl_estimate", "loss/kl",
-    "episode/reward/mean", "episode/reward/max", "episode/reward/min", "episode/length/mean",
-    "episode/length/max", "episode/length/min", "episode/success_rate_alfworld", "world_model/loss",
-    "world_model/grad_norm", "val/score", "val/accuracy", "val/pass@1", "val/pass@10",
-    "timing/gen", "timing/ref", "timing/values", "timing/adv", "timing/update_critic",
-    "timing/update_actor", "critic/lr(1e-4)", "actor/lr(1e-6)",
-]
-
-TABLE = [
-    ("rm/loss", "rl_loss", {}, 1.0),
-    ("rm/accuracy", "rl_preference_accuracy_ratio", {}, 1.0),
-    ("rm/reward_margin", "rl_preference_reward_margin", {}, 1.0),
-    ("rm/reward_chosen/mean", "rl_preference_reward", {"side": "chosen"}, 1.0),
-    ("rm/reward_rejected/mean", "rl_preference_reward", {"side": "rejected"}, 1.0),
-    ("rm/reward_chosen/std", "rl_preference_reward", {"side": "chosen", "stat": "std"}, 1.0),
-    ("rm/grad_norm", "rl_grad_norm", {}, 1.0),
-    ("loss/dpo", "rl_loss", {}, 1.0),
-    ("rewards/chosen", "rl_preference_reward", {"side": "chosen"}, 1.0),
-    ("rewards/rejected", "rl_preference_reward", {"side": "rejected"}, 1.0),
-    ("rewards/margins", "rl_preference_reward_margin", {}, 1.0),
-    ("rewards/accuracy", "rl_preference_accuracy_ratio", {}, 1.0),
-    ("logps/chosen", "rl_preference_logprob", {"side": "chosen"}, 1.0),
-    ("logps/rejected", "rl_preference_logprob", {"side": "rejected"}, 1.0),
-    ("kl_estimate", "rl_reference_kl", {}, 1.0),
-    ("loss/kl", "rl_loss", {"component": "kl"}, 1.0),
-    ("episode/reward/mean", "rl_episode_reward", {}, 1.0),
-    ("episode/reward/max", "rl_episode_reward", {"stat": "max"}, 1.0),
-    ("episode/length/min", "rl_turns", {"stat": "min"}, 1.0),
-    ("episode/success_rate_alfworld", "rl_episode_success_ratio", {"task": "alfworld"}, 1.0),
-    ("episode/success_rate_webshop", "rl_episode_success_ratio", {"task": "webshop"}, 1.0),
-    ("world_model/loss", "rl_world_model_loss", {}, 1.0),
-    ("world_model/grad_norm", "rl_world_model_grad_norm", {}, 1.0),
-    ("val/score", "rl_validation_score", {}, 1.0),
-    ("val/accuracy", "rl_validation_score", {"var": "accuracy"}, 1.0),
-    ("val/pass@1", "rl_validation_pass_at_k_ratio", {"k": "1"}, 1.0),
-    ("val/pass@10", "rl_validation_pass_at_k_ratio", {"k": "10"}, 1.0),
-    ("timing/gen", "rl_phase_duration_seconds", {"phase": "gen"}, 1.0),
-    ("timing/update_critic", "rl_phase_duration_seconds", {"phase": "update_critic"}, 1.0),
-    ("timing/step", "rl_step_duration_seconds", {}, 1.0),
-    # legacy console lr: the display unit in the key is undone by the scale
-    ("actor/lr(1e-6)", "rl_learning_rate", {}, 1e-6),
-    ("actor/lr(1e-7)", "rl_learning_rate", {}, 1e-7),
-    ("critic/lr(1e-4)", "rl_critic_learning_rate", {}, 1e-4),
-    ("critic/lr(1e-5)", "rl_critic_learning_rate", {}, 1e-5),
-]
 
 # Seed 004 section 11.4 legacy veRL console step, as key -> value.
 LEGACY_CONSOLE = {
@@ -81,16 +33,6 @@ DPO_FRAME = {"loss/dpo": 0.6, "rewards/chosen": 0.3, "rewards/rejected": -0.2, "
              "kl_estimate": 0.02, "loss/kl": 0.01}
 RM_FRAME = {"rm/loss": 0.5, "rm/accuracy": 0.75, "rm/reward_margin": 1.2, "rm/reward_chosen/mean": 0.8,
             "rm/reward_rejected/mean": -0.4, "rm/grad_norm": 2.0}
-
-
-@pytest.mark.parametrize("key", KEYS)
-def test_every_guide_key_is_known(key):
-    known(key, FW)
-
-
-@pytest.mark.parametrize("key,metric,labels,scale", TABLE)
-def test_important_keys(key, metric, labels, scale):
-    lands(key, FW, metric, labels, scale)
 
 
 def test_legacy_lr_in_an_unlisted_unit_is_ignored_not_misscaled():

@@ -6,7 +6,7 @@ from exporter.catalog import CATALOG
 from exporter.catalog.model import WMEAN
 from exporter.logs import ms_swift
 
-from catalog_asserts import lands
+from .catalog_asserts import lands
 
 GIB = 2.0 ** 30
 

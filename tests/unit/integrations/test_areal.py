@@ -15,7 +15,9 @@ from exporter.integrations import areal as rlx_areal
 from exporter.testing import scrape
 
 from ._check import assert_exported, numeric_frame
-from .framework_keys import AREAL_KEYS
+from tests.helpers import framework_keys
+
+AREAL_KEYS = framework_keys("areal")
 
 
 def make_stats_logger_class():

@@ -16,7 +16,9 @@ from exporter.integrations.openrlhf import RLExporterLogger, TeeLogger, attach
 from exporter.testing import scrape
 
 from ._check import assert_exported, numeric_frame
-from .framework_keys import OPENRLHF_KEYS
+from tests.helpers import framework_keys
+
+OPENRLHF_KEYS = framework_keys("openrlhf")
 
 TRAIN_KEYS = [k for k in OPENRLHF_KEYS if not k.startswith(("eval_", "eval/", "train/"))]
 EVAL_KEYS = [k for k in OPENRLHF_KEYS if k.startswith("eval_")]

@@ -24,7 +24,9 @@ from exporter.integrations import slime as rlx_slime
 from exporter.testing import scrape
 
 from ._check import assert_exported, numeric_frame
-from .framework_keys import MILES_KEYS, SLIME_KEYS
+from tests.helpers import framework_keys
+
+MILES_KEYS, SLIME_KEYS = framework_keys("miles"), framework_keys("slime")
 
 STEP_KEYS = ("train/step", "rollout/step", "eval/step")
 

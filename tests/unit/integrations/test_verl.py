@@ -22,7 +22,9 @@ from exporter.integrations import verl as rlx_verl
 from exporter.testing import scrape
 
 from ._check import assert_exported, numeric_frame
-from .framework_keys import VERL_KEYS
+from tests.helpers import framework_keys, scrape_text
+
+VERL_KEYS = framework_keys("verl")
 
 
 class LocalLogger:  # verl.utils.logger.LocalLogger, console backend (prints one line per step)
@@ -127,7 +129,7 @@ def test_tracking_fit_sequence_exports_every_step_and_finishes():
 
     # also over HTTP, as Prometheus would
     url = ex.url
-    body = urllib.request.urlopen(url, timeout=5).read().decode()
+    body = scrape_text(url)
     assert 'rl_training_step{run="grpo-qwen-a"} 3.0' in body
 
     # fit() returns -> Tracking is garbage-collected -> __del__ -> finish() -> our finish()
