@@ -16,7 +16,6 @@ into the training loop: every loss is counted under a named reason in one regist
 from __future__ import annotations
 
 import atexit
-import collections
 import logging
 import math
 import os
@@ -36,15 +35,13 @@ from .core.endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint
 from .core.otel import Telemetry
 from .core.self_metrics import Counts
 from .spool_writer import SpoolWriter
-from .core.store import Store
 from .core.values import PLAIN_TYPES, prepare_values
-from .core.worker import Worker
+from .core.pipeline import Pipeline
 
 log = logging.getLogger("rl_exporter")
 
 DEFAULT_FALLBACK_LIMIT = 500      # distinct unknown keys exported under rl_unmapped_value
 DEFAULT_QUEUE_SIZE = 1024         # frames
-_FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
 _HELPER_LOCK = threading.RLock()  # helper() factories may create other helpers inside it
 _modules = sys.modules
 _LIVE: "weakref.WeakSet[Exporter]" = weakref.WeakSet()
@@ -168,35 +165,33 @@ class Exporter:
         self.rank = _env_rank() if rank is None else rank
         self.fallback_limit = fallback_limit
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
-        self.store = Store(self.run, catalog, series_limit=series_limit, counts=self.counts)
+        spool_writer = SpoolWriter.open(spool, self.run, framework, self.counts) if spool else None
+        self.pipeline = Pipeline(
+            self.run, catalog=catalog, framework=framework, counts=self.counts,
+            info={"framework": framework, "algorithm": algorithm or "", "model": model or "",
+                  "host": host or socket.gethostname(),
+                  "rank": "" if self.rank is None else str(self.rank), "version": __version__},
+            queue_size=queue_size, fallback_limit=fallback_limit, series_limit=series_limit,
+            poll_interval=poll_interval, spool=spool_writer, expert_series=expert_series)
+        self.store = self.pipeline.store
         # hot-path state read by log(): plain attributes
         self._dropped = self.counts.dropped
         self._plain = set(PLAIN_TYPES)
-        self._queue: collections.deque = collections.deque()
-        self._queue_size = max(1, int(queue_size))
-        self._qlock = threading.Lock()
+        self._enqueue = self.pipeline.enqueue
+        self._queue = self.pipeline.queue
+        self._qlock = self.pipeline.qlock
+        self._worker = self.pipeline.worker
         self._closed = False
         self._helpers: dict = {}   # timers, distributions, device resolver (helper())
         self._closed_reason = "closed"  # or "forked": why log() drops frames once closed
 
-        self.store.set("rl_run_info", 1.0, {
-            "framework": framework, "algorithm": algorithm or "", "model": model or "",
-            "host": host or socket.gethostname(), "rank": "" if self.rank is None else str(self.rank),
-            "version": __version__})
         self.collector = StoreCollector(self.store, extra=self.self_metrics)
         self.registry.register(self.collector)
         self.telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": self.run},
                                    catalog=catalog, otlp_endpoint=otlp_endpoint,
                                    otlp_interval_s=otlp_interval, on_error=self.counts.error)
         self.telemetry.mirror(self.store, self.self_metrics)
-
-        spool_writer = SpoolWriter.open(spool, self.run, framework, self.counts) if spool else None
-        self._worker = Worker(store=self.store, catalog=catalog, framework=framework,
-                              counts=self.counts, queue=self._queue, qlock=self._qlock,
-                              fallback_limit=fallback_limit, poll=poll_interval,
-                              frame_seconds=self._frame_seconds, spool=spool_writer,
-                              expert_series=expert_series)
-        self._worker.start()
+        self.pipeline.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
         # served last: a scrape that arrives during start-up finds the worker in place
         self.endpoint = None
@@ -209,9 +204,6 @@ class Exporter:
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
-
-    def _frame_seconds(self, seconds: float) -> None:
-        self.store.histograms.record(_FRAME_HIST, seconds)
 
     def _serve(self, addr: str, port) -> None:
         """Start /metrics; a port that cannot be had is a counted error, never an exception."""
@@ -233,16 +225,14 @@ class Exporter:
     def _retire_after_fork(self) -> None:
         """In a fork child: this copy has no worker, server or sampler threads, and its locks
         may be held by threads that no longer exist. Retire it without touching any of them."""
-        _fresh_locks(self)
+        self.pipeline.retire_after_fork()
+        self._qlock = self.pipeline.qlock
         _fresh_locks(self.store)
         for helper in self._helpers.values():
             _fresh_locks(helper)
-        self._worker.qlock = self._qlock
-        self._worker.stop.set()
         if not self._closed:
             self._closed = True
             self._closed_reason = "forked"
-        self._queue.clear()
         if self.endpoint is not None:
             self.endpoint.detach()  # the listening socket is the parent's
             self.endpoint = None
@@ -277,12 +267,7 @@ class Exporter:
             if _modules.get("torch") is not None and \
                     not self._plain.issuperset(map(type, frame.values())):
                 frame = prepare_values(frame, self._plain, self.counts)
-            item = (frame, step, time.time())
-            with self._qlock:
-                if len(self._queue) >= self._queue_size:
-                    self._queue.popleft()
-                    self._dropped["queue_full"] += 1
-                self._queue.append(item)
+            self._enqueue(frame, step, time.time())
         except Exception as e:  # the training loop never sees our exceptions
             self.counts.error("log", e)
 
@@ -292,8 +277,7 @@ class Exporter:
         timestamp are back at once. Not counted as processed, not spooled again."""
         if self._closed or not isinstance(frame, dict):
             return
-        with self._qlock:
-            self._queue.append((dict(frame), step, float(ts), True))
+        self.pipeline.restore(frame, step, ts)
 
     def close(self, timeout: float = 5.0) -> None:
         """Process what is queued (device copies included, within `timeout`), publish the
@@ -309,39 +293,10 @@ class Exporter:
                 timers.end_step()  # the window after the last log() is published too
             if getattr(self, "gpu_sampler", None) is not None:
                 self.gpu_sampler.stop()
-            w = self._worker
-            w.coerce.deadline = deadline  # device copies wait no longer than close() does
-            w.stop.set()
-            # The worker gets the timeout less a grace in which it counts the rest of its
-            # batch once past the deadline; the whole of close() stays within `timeout`.
-            grace = min(0.5, timeout / 10)
-            w.thread.join(max(0.0, deadline - grace - time.monotonic()))
-            w.thread.join(max(0.0, deadline - time.monotonic()))
-            # Frames still queued are counted. close() may run from a signal handler that
-            # interrupted log() while it held the queue lock: then the lock is never free
-            # here, and the frames are counted from a lock-free copy of the queue instead.
-            if self._qlock.acquire(timeout=max(0.0, min(0.1, deadline - time.monotonic()))):
-                try:
-                    left = sum(len(x) == 3 for x in self._queue)  # restored frames aside
-                    self._queue.clear()
-                finally:
-                    self._qlock.release()
-            else:
-                left = sum(len(x) == 3 for x in tuple(self._queue))
-            if left:
-                self.counts.drop("close_timeout", left)
-            lost = self.counts.dropped.get("close_timeout", 0)
-            busy = w.thread.is_alive()
-            if lost or busy:
-                self.counts.error("close", None, f"close(): {lost} frame(s) not processed within "
-                                  f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}"
-                                  + ("; the worker is still on a frame and counts the rest of its "
-                                     "batch when it stops" if busy else ""))
+            self.pipeline.close(deadline, timeout)
             resolver = self._helpers.get("_rlx_device_resolver")
             if resolver is not None:
                 resolver.drain(max(0.0, deadline - time.monotonic()))
-            if w.spool is not None:
-                w.spool.close()
             # the last OTLP push, then stop: both within what is left of the timeout
             self.telemetry.close(deadline)
         except Exception as e:
@@ -352,12 +307,7 @@ class Exporter:
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every frame logged so far is processed (tests, shutdown paths)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._queue and not self._worker.busy:
-                return True
-            time.sleep(0.001)
-        return False
+        return self.pipeline.flush(timeout)
 
     def __enter__(self):
         return self
@@ -379,21 +329,18 @@ class Exporter:
         """A snapshot of the exporter's own counters (what rl_exporter_* series show):
         frames received/processed/dropped by reason, values rejected by reason, non-finite
         values by metric, errors by kind, unknown/ignored keys, queue length, last step."""
-        out = self.counts.snapshot()
-        out.update(run=self.run, queue=len(self._queue), last_step=self._worker.last_step,
-                   last_frame_timestamp=self._worker.last_frame_ts)
-        return out
+        return self.pipeline.stats()
 
     def self_metrics(self):
         """The rl_exporter_* series as (store, metric, labels, value): what a collector
         rendering several exporters' stores (the sidecar) adds beside them."""
-        return self.counts.series(self.store, len(self._queue), self._worker.last_frame_ts)
-
+        return self.pipeline.self_metrics()
 
     def health(self) -> dict:
-        return {"status": "ok" if self._worker.thread.is_alive() else "error", "run": self.run,
-                "frames_processed": self.counts.processed, "last_step": self._worker.last_step,
-                "queue": len(self._queue)}
+        p = self.pipeline
+        return {"status": "ok" if p.alive else "error", "run": self.run,
+                "frames_processed": self.counts.processed, "last_step": p.last_step,
+                "queue": len(p.queue)}
 
     # ----------------------------------------------- the small internal interface
     # Timers, distributions and samplers reach the exporter through these, not its attributes.
@@ -421,9 +368,7 @@ class Exporter:
         """Process one frame on the caller's thread, stamped `ts` instead of now, in order
         with nothing queued (replays of recorded frames: backfill, tests). Not for a
         training loop: log() is the call that never blocks."""
-        self.counts.received += 1
-        self._worker.process(frame, step, ts)
-        self._worker.last_frame_ts = ts
+        self.pipeline.process_now(frame, step, ts)
 
     # ================================================================ timers, distributions
     # (exporter/timers.py, exporter/distributions.py; created on first use)

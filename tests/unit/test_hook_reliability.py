@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import exporter.core.pipeline
 import exporter.hook
 from exporter import Exporter
 from exporter.testing import scrape
@@ -138,7 +139,7 @@ def test_a_scrape_during_start_up_never_gets_a_500(monkeypatch):
     port = free_port()
     seen = []
 
-    class ScrapingWorker(exporter.hook.Worker):
+    class ScrapingWorker(exporter.core.pipeline.Worker):
         def __init__(self, **kw):
             # the moment the worker is being built: whatever already serves must answer whole
             try:
@@ -148,7 +149,7 @@ def test_a_scrape_during_start_up_never_gets_a_500(monkeypatch):
                 seen.append("not serving yet")
             super().__init__(**kw)
 
-    monkeypatch.setattr(exporter.hook, "Worker", ScrapingWorker)
+    monkeypatch.setattr(exporter.core.pipeline, "Worker", ScrapingWorker)
     e = Exporter(run="s", port=port, gpu=False)
     try:
         assert 500 not in seen, seen

@@ -1,0 +1,147 @@
+"""The pipeline every frame goes through, whoever logged it: a bounded queue, the worker thread
+(resolve each key once, coerce, write), the store, and the loss counters.
+
+The hook (one per trainer process) and the sidecar (one per run it follows) each own
+pipelines; what serves a store (the collector, the endpoint, the OTLP mirror) is theirs.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+from ..catalog import CATALOG, Catalog
+from .self_metrics import Counts
+from .store import Store
+from .worker import Worker
+
+_FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
+
+
+class Pipeline:
+    def __init__(self, run: str, *, catalog: Catalog = CATALOG, framework: str = "auto",
+                 info: dict | None = None, queue_size: int = 1024, fallback_limit: int = 500,
+                 series_limit: int = 2000, poll_interval: float = 0.02, spool=None,
+                 expert_series: bool = False, counts: Counts | None = None):
+        self.run = run
+        self.counts = counts if counts is not None else Counts()
+        self.store = Store(run, catalog, series_limit=series_limit, counts=self.counts)
+        if info is not None:
+            self.store.set("rl_run_info", 1.0, info)
+        self.queue: collections.deque = collections.deque()
+        self.queue_size = max(1, int(queue_size))
+        self.qlock = threading.Lock()
+        self.worker = Worker(store=self.store, catalog=catalog, framework=framework,
+                             counts=self.counts, queue=self.queue, qlock=self.qlock,
+                             fallback_limit=fallback_limit, poll=poll_interval,
+                             frame_seconds=self._frame_seconds, spool=spool,
+                             expert_series=expert_series)
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def _frame_seconds(self, seconds: float) -> None:
+        self.store.histograms.record(_FRAME_HIST, seconds)
+
+    # ------------------------------------------------------------ frames in
+    def log(self, frame: dict, step=None, ts: float | None = None) -> None:
+        """A frame from a reader of logs (the sidecar): counted as received, then queued.
+        The hook's log() does the same with its own caller-thread checks first."""
+        self.counts.received += 1
+        self.enqueue(dict(frame), step, time.time() if ts is None else ts)
+
+    def enqueue(self, frame: dict, step, ts: float) -> None:
+        """Queue a frame the caller owns (already copied and counted as received); the
+        oldest frame goes, counted, when the queue is full."""
+        with self.qlock:
+            if len(self.queue) >= self.queue_size:
+                self.queue.popleft()
+                self.counts.dropped["queue_full"] += 1
+            self.queue.append((frame, step, ts))
+
+    def restore(self, frame: dict, step, ts: float) -> None:
+        """Re-apply a frame exported before a restart: values, step and the step's timestamp
+        are back at once; not counted as processed, not spooled again."""
+        with self.qlock:
+            self.queue.append((dict(frame), step, float(ts), True))
+
+    def process_now(self, frame: dict, step, ts: float) -> None:
+        """Process one frame on the caller's thread, stamped `ts`, in order with nothing
+        queued (replays of recorded frames)."""
+        self.counts.received += 1
+        self.worker.process(frame, step, ts)
+        self.worker.last_frame_ts = ts
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every frame queued so far is processed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.queue and not self.worker.busy:
+                return True
+            time.sleep(0.001)
+        return False
+
+    # ------------------------------------------------------------ lifecycle
+    def close(self, deadline: float, timeout: float) -> None:
+        """Stop the worker by `deadline` (time.monotonic()), count what it could not process
+        as dropped{close_timeout}, close the spool."""
+        w = self.worker
+        w.coerce.deadline = deadline  # device copies wait no longer than close() does
+        w.stop.set()
+        if w.thread.ident is not None:
+            # The worker gets the timeout less a grace in which it counts the rest of its
+            # batch once past the deadline; the whole of close() stays within `timeout`.
+            grace = min(0.5, timeout / 10)
+            w.thread.join(max(0.0, deadline - grace - time.monotonic()))
+            w.thread.join(max(0.0, deadline - time.monotonic()))
+        # Frames still queued are counted. close() may run from a signal handler that
+        # interrupted log() while it held the queue lock: then the lock is never free here,
+        # and the frames are counted from a lock-free copy of the queue instead.
+        if self.qlock.acquire(timeout=max(0.0, min(0.1, deadline - time.monotonic()))):
+            try:
+                left = sum(len(x) == 3 for x in self.queue)  # restored frames aside
+                self.queue.clear()
+            finally:
+                self.qlock.release()
+        else:
+            left = sum(len(x) == 3 for x in tuple(self.queue))
+        if left:
+            self.counts.drop("close_timeout", left)
+        lost = self.counts.dropped.get("close_timeout", 0)
+        busy = w.thread.is_alive()
+        if lost or busy:
+            self.counts.error("close", None, f"close(): {lost} frame(s) not processed within "
+                              f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}"
+                              + ("; the worker is still on a frame and counts the rest of its "
+                                 "batch when it stops" if busy else ""))
+        if w.spool is not None:
+            w.spool.close()
+
+    def retire_after_fork(self) -> None:
+        """In a fork child: the worker thread is the parent's, and the queue lock may have been
+        held by a thread that no longer exists. New lock, nothing queued, no worker to stop."""
+        self.qlock = self.worker.qlock = threading.Lock()
+        self.queue.clear()
+
+    # ------------------------------------------------------------ reads
+    @property
+    def alive(self) -> bool:
+        return self.worker.thread.is_alive()
+
+    @property
+    def last_step(self):
+        return self.worker.last_step
+
+    @property
+    def last_frame_ts(self) -> float:
+        return self.worker.last_frame_ts
+
+    def self_metrics(self):
+        """The rl_exporter_* series as (store, metric, labels, value)."""
+        return self.counts.series(self.store, len(self.queue), self.worker.last_frame_ts)
+
+    def stats(self) -> dict:
+        out = self.counts.snapshot()
+        out.update(run=self.run, queue=len(self.queue), last_step=self.worker.last_step,
+                   last_frame_timestamp=self.worker.last_frame_ts)
+        return out
