@@ -125,12 +125,12 @@ class Source:
                 self._apply(t, t.on_eof(), None)
                 self.sidecar.checkpoint_soon()
             elif kind == "start":
-                t.on_start(start)
+                t.on_start(start, text)
                 # The file's identity is on disk before its first frame is spooled: a crash
                 # after a spool write can then always resume past it (apply_spool_offsets).
                 self.sidecar.checkpoint()
             elif kind == "reset":
-                t.on_reset()
+                t.on_reset(text)
                 self.sidecar.checkpoint_soon()
         return True
 
@@ -147,7 +147,8 @@ class Source:
             if sc.spool_out is not None:
                 extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
                 if isinstance(t, FileTrack):
-                    extra.update(src=t.path, off=offset, gen=t.follower.gen)
+                    # the file these lines came from, not the one the follower is on now
+                    extra.update(src=t.path, off=offset, gen=t.gen)
                 sc.write_spool(fr, extra)
             ex.log(fr.data, step=fr.step)
             self.frames += 1
