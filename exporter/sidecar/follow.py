@@ -306,19 +306,24 @@ class StateFile:
 
     def __init__(self, path: str):
         self.path = path
+        self.problem: str | None = None  # why the last load() found no usable state
 
     def load(self) -> dict:
+        """The saved states, {} if there are none. A file that exists but cannot be used
+        (corrupt, truncated, empty, unknown layout) also gives {}, with `problem` set:
+        the caller says what it does instead (resume from the spool, or from scratch)."""
+        self.problem = None
         try:
             with open(self.path, encoding="utf-8") as f:
                 obj = json.load(f)
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as e:
-            log.error("state file %s unreadable (%s): starting every source from scratch",
-                      self.path, e)
+            self.problem = f"unreadable ({e})"
             return {}
-        if not isinstance(obj, dict) or obj.get("version") != 1:
-            log.error("state file %s has an unknown layout: ignored", self.path)
+        if not isinstance(obj, dict) or obj.get("version") != 1 or \
+                not isinstance(obj.get("sources", {}), dict):
+            self.problem = "of an unknown layout"
             return {}
         return obj.get("sources", {})
 

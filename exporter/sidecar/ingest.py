@@ -128,6 +128,7 @@ class IngestSource:
         self.lines = 0
         self.frames = 0
         self.rejected: Counter = Counter()
+        self.errors: Counter = Counter()
         self.last_frame_ts = float("nan")
         self.tracks: dict = {}
         self.docs: dict = {}

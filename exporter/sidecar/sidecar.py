@@ -15,6 +15,7 @@ replay frames: the spool holds every frame exactly once.
 """
 from __future__ import annotations
 
+import fnmatch
 import glob as globmod
 import json
 import logging
@@ -75,6 +76,7 @@ class Source:
         self.lines = 0
         self.frames = 0
         self.rejected: Counter = Counter()
+        self.errors: Counter = Counter()   # rl_exporter_source_errors_total, by kind
         self.last_frame_ts = float("nan")
         # The last frame applied, kept in the state file so a restart shows it at once.
         self.last: dict | None = self.saved.get("last")
@@ -148,7 +150,7 @@ class Source:
                 extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
                 if isinstance(t, FileTrack):
                     # the file these lines came from, not the one the follower is on now
-                    extra.update(src=t.path, off=offset, gen=t.gen)
+                    extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
                 sc.write_spool(fr, extra)
             ex.log(fr.data, step=fr.step)
             self.frames += 1
@@ -243,6 +245,38 @@ class Source:
                 st["offset"] = off
                 self.last = {k: rec.get(k) for k in ("framework", "step", "ts", "data")}
 
+    def resume_from_spool(self, offsets: dict) -> None:
+        """The state file was lost: rebuild each file's resume point from the last spool
+        record of it (its generation, inode and offset), so what the spool holds is not
+        read again. A file whose inode is no longer at its path is found rotated in its
+        directory, as after a normal restart; one that is gone is read from the start."""
+        files = self.saved.setdefault("files", {})
+        newest = None
+        for path, (gen, off, rec) in offsets.items():
+            if not (path == self.spec.pattern or
+                    (self.is_glob and fnmatch.fnmatchcase(path, self.spec.pattern))):
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            ino = rec.get("ino")
+            if not isinstance(ino, int):  # a spool written before records carried the inode
+                if st is None or st.st_size < off:
+                    continue
+                ino = st.st_ino
+            try:
+                dev = st.st_dev if st is not None and st.st_ino == ino else \
+                    os.stat(os.path.dirname(path) or ".").st_dev
+            except OSError:
+                continue
+            files[path] = {"file": {"dev": dev, "ino": ino, "offset": off, "fp_len": 0, "fp": "",
+                                    "gen": gen}, "format": self.spec.format}
+            if newest is None or (rec.get("ts") or 0) >= (newest.get("ts") or 0):
+                newest = rec
+        if newest is not None:
+            self.last = {k: newest.get(k) for k in ("framework", "step", "ts", "data")}
+
     def parser_rejections(self) -> Counter:
         c = Counter(self.rejected)
         for t in self.tracks.values():
@@ -297,13 +331,25 @@ class Sidecar:
         self.exporter_kwargs = exporter_kwargs or {}
         self.state = StateFile(state_path) if state_path else None
         saved = self.state.load() if self.state else {}
+        lost = self.state.problem if self.state else None
         self.sources = [Source(s, self, saved.get(self._key(s))) for s in specs]
         self.spool_out = None
         if spool_out:
             offsets = _spool_tail(spool_out)
             for s in self.sources:
-                s.apply_spool_offsets(offsets)
+                if lost:
+                    s.resume_from_spool(offsets)
+                else:
+                    s.apply_spool_offsets(offsets)
             self.spool_out = open(spool_out, "a", encoding="utf-8")
+        if lost:
+            for s in self.sources:
+                s.errors["state_unreadable"] += 1
+            log.error("state file %s is %s: %s (counted in rl_exporter_source_errors_total"
+                      "{kind=\"state_unreadable\"})", self.state.path, lost,
+                      f"resuming each file after its last frame in the spool {spool_out}"
+                      if spool_out else "starting every source from scratch, so frames "
+                      "exported before the restart are read and exported again")
         self._spool_lock = threading.Lock()
         self.exporters: dict[tuple, object] = {}
         self._run_frameworks: dict[str, str] = {}

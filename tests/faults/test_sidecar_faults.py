@@ -130,3 +130,43 @@ def test_rotation_while_down_then_crash_mid_drain(tmp_path, monkeypatch):
     drain(sc)
     sc.close()
     ledger(tmp_path, 20020)
+
+
+def source_errors(sc: Sidecar) -> dict:
+    """rl_exporter_source_errors_total by kind, as /metrics renders it."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+    out = {}
+    for fam in text_string_to_metric_families(generate_latest(sc.registry).decode()):
+        for s in fam.samples:
+            if s.name == "rl_exporter_source_errors_total":
+                out[s.labels["kind"]] = s.value
+    return out
+
+
+# ------------------------------------------------------------------ a broken state file
+@pytest.mark.parametrize("damage", ["corrupt", "truncated", "empty"])
+def test_broken_state_file_resumes_from_the_spool(tmp_path, damage, caplog):
+    """The state file is unusable after a crash: the spool's last offsets (and the file
+    identity they carry) resume every file exactly once instead of replaying it from
+    byte 0 (the review: 80 of 120 frames duplicated); the loss of the state is counted
+    and said once."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    crash(sc)
+    state = tmp_path / "state.json"
+    text = state.read_text()
+    state.write_text({"corrupt": "{\x00garbage" + text[5:], "truncated": text[:len(text) // 2],
+                      "empty": ""}[damage])
+    append(log, lines(61, 121))
+    with caplog.at_level("WARNING", logger="rl_exporter"):
+        sc = start(tmp_path)
+        drain(sc)
+    errs = source_errors(sc)
+    sc.close()
+    ledger(tmp_path, 120)
+    assert errs.get("state_unreadable") == 1, errs
+    said = [r for r in caplog.records if "state file" in r.getMessage()]
+    assert len(said) == 1 and "spool" in said[0].getMessage(), [r.getMessage() for r in said]
