@@ -132,7 +132,9 @@ class Source:
                 # after a spool write can then always resume past it (apply_spool_offsets).
                 self.sidecar.checkpoint()
             elif kind == "reset":
-                t.on_reset(text)
+                # the record left open by the old content; no resume offset (its bytes
+                # are gone), so the spool record is not a resume point either
+                self._apply(t, t.on_reset(text), None)
                 self.sidecar.checkpoint_soon()
         return True
 

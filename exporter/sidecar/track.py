@@ -91,14 +91,19 @@ class FileTrack:
         self.asm = LineAssembler()
         return frames
 
-    def on_reset(self, ident: tuple | None = None) -> None:
-        """Truncated or rewritten in place: everything restarts at byte 0."""
+    def on_reset(self, ident: tuple | None = None) -> list:
+        """Truncated or rewritten in place: everything restarts at byte 0. The record
+        still open is complete as it is (its file ended, as at a rotation's eof): its
+        frames are returned before the new generation begins."""
+        frames = []
+        if self.parser is not None:
+            frames = self.parser.flush()
+            self.parser.reset()
         if ident is not None:
             self.gen, self.ino = ident
-        if self.parser is not None:
-            self.parser.reset()
         self.asm = LineAssembler()
         self.resume = 0
+        return frames
 
 
 class DocTrack:

@@ -170,3 +170,25 @@ def test_broken_state_file_resumes_from_the_spool(tmp_path, damage, caplog):
     assert errs.get("state_unreadable") == 1, errs
     said = [r for r in caplog.records if "state file" in r.getMessage()]
     assert len(said) == 1 and "spool" in said[0].getMessage(), [r.getMessage() for r in said]
+
+
+# ------------------------------------------------------------------ truncation right after a line
+def test_truncation_right_after_the_last_line_keeps_its_record(tmp_path):
+    """A veRL record is complete only when the next starts or the file idles; a trainer
+    restart truncating the log before that (`: > train.log` within 0.5 s) threw the
+    record away, uncounted (the review's trunc.py: 10 lines, 0 frames)."""
+    log = tmp_path / "train.log"
+    log.write_bytes(b"")
+    sc = start(tmp_path, idle_flush=60.0)
+    sc.poll_once()
+    for i in range(1, 11):
+        append(log, vline(i))
+        sc.poll_once()                      # the line is read; its record is still open
+        assert sc.sources[0].tracks[str(log)].open
+        log.write_bytes(b"")                # truncated before the idle flush
+        sc.poll_once()
+    src = sc.sources[0]
+    assert src.lines == 10 and src.tracks[str(log)].follower.truncations == 10
+    sc.close()
+    ledger(tmp_path, 10)
+    assert src.frames + sum(src.parser_rejections().values()) == src.lines
