@@ -29,7 +29,8 @@ from prometheus_client import CollectorRegistry
 from ..core.collector import StoreCollector
 from ..core.store import Store
 from ..core.endpoint import Endpoint
-from ..logs import DOCUMENT_FORMATS, canonical_format, make_parser, spool
+from .. import spool
+from ..logs import DOCUMENT_FORMATS, canonical_format, make_parser
 from .follow import StateFile
 from .source_metrics import SourceCollector
 from .track import DocTrack, FileTrack
@@ -40,6 +41,7 @@ _GLOB_CHARS = set("*?[")
 _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
 _PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
 _PROGRESS_EVERY = 5.0         # seconds between progress lines
+_SAY_AGAIN_S = 600.0          # a recurring error is said again at most this often
 
 
 class SourceSpec:
@@ -153,7 +155,7 @@ class Source:
                 if isinstance(t, FileTrack):
                     # the file these lines came from, not the one the follower is on now
                     extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
-                sc.write_spool(fr, extra)
+                sc.write_spool(self, fr, extra)
             ex.log(fr.data, step=fr.step)
             self.frames += 1
             sc.backpressure(ex)
@@ -331,6 +333,7 @@ class Sidecar:
         self.idle_flush = idle_flush
         self.max_line_bytes = max_line_bytes
         self.exporter_kwargs = exporter_kwargs or {}
+        self._said: dict = {}  # error kind -> (monotonic time last said, times not said since)
         self.state = StateFile(state_path) if state_path else None
         saved = self.state.load() if self.state else {}
         lost = self.state.problem if self.state else None
@@ -343,7 +346,12 @@ class Sidecar:
                     s.resume_from_spool(offsets)
                 else:
                     s.apply_spool_offsets(offsets)
-            self.spool_out = open(spool_out, "a", encoding="utf-8")
+            try:
+                self.spool_out = spool.SpoolFile(spool_out)
+            except OSError as e:
+                self.spool_out = None
+                self._error("spool_write", f"cannot open the spool {spool_out} ({e}): not "
+                            "spooling; frames are exported regardless")
         if lost:
             for s in self.sources:
                 s.errors["state_unreadable"] += 1
@@ -432,10 +440,34 @@ class Sidecar:
         for ex in list(self.exporters.values()):
             yield from ex.self_metrics()
 
-    def write_spool(self, frame, extra: dict) -> None:
-        line = spool.encode(frame.step, frame.data, **extra)
-        with self._spool_lock:
-            self.spool_out.write(line + "\n")
+    def write_spool(self, source, frame, extra: dict) -> None:
+        """Append one frame to --spool-out; a line that cannot be written (full disk) is
+        counted (rl_exporter_source_errors_total{kind="spool_write"}), never raised: the
+        frame is exported regardless."""
+        try:
+            line = spool.encode(frame.step, frame.data, **extra)
+        except ValueError as e:
+            err = e
+        else:
+            with self._spool_lock:
+                err = self.spool_out.append(line)
+        if err is not None:
+            source.errors["spool_write"] += 1
+            self._error("spool_write", f"writing the spool {self.spool_out.path} failed ({err}); "
+                        "frames are still exported, each unwritten line is counted in "
+                        "rl_exporter_source_errors_total{kind=\"spool_write\"}")
+
+    def _error(self, kind: str, message: str) -> None:
+        """Say an error of this kind once, then at most every _SAY_AGAIN_S with how many
+        more there were (the counter has them all)."""
+        now = time.monotonic()
+        last, since = self._said.get(kind, (None, 0))
+        if last is None or now - last >= _SAY_AGAIN_S:
+            extra = f" ({since} more since it was last said)" if since else ""
+            log.error("rl-exporter serve: %s%s", message, extra)
+            self._said[kind] = (now, 0)
+        else:
+            self._said[kind] = (last, since + 1)
 
     # ------------------------------------------------------------ loop
     def checkpoint_soon(self) -> None:
@@ -484,16 +516,26 @@ class Sidecar:
         self._catchup = (t0, read0, now)
 
     def checkpoint(self) -> None:
+        """The spool made durable, then every file's resume point saved. Neither failure
+        stops anything: each is counted per source and said rarely."""
         if self.spool_out is not None:
             with self._spool_lock:
-                self.spool_out.flush()
-                os.fsync(self.spool_out.fileno())
+                err = self.spool_out.sync()
+            if err is not None:
+                for s in self.sources:
+                    s.errors["spool_sync"] += 1
+                self._error("spool_sync", f"cannot sync the spool {self.spool_out.path} ({err}); "
+                            "counted in rl_exporter_source_errors_total{kind=\"spool_sync\"}")
         if self.state is None:
             return
         try:
             self.state.save({self._key(s.spec): s.checkpoint() for s in self.sources})
-        except OSError as e:
-            log.error("cannot write state file %s: %s", self.state.path, e)
+        except (OSError, ValueError) as e:
+            for s in self.sources:
+                s.errors["state_write"] += 1
+            self._error("state_write", f"cannot write the state file {self.state.path} ({e}): a "
+                        "restart will re-read from the last saved point; counted in "
+                        "rl_exporter_source_errors_total{kind=\"state_write\"}")
 
     def run_forever(self) -> None:
         while not self._stop.is_set():
@@ -518,7 +560,7 @@ class Sidecar:
             for t in s.tracks.values():
                 t.follower.close()
         if self.spool_out is not None:
-            self.spool_out.close()
+            self.spool_out.close()  # errors returned, not raised: nothing is left to write
         if self.endpoint is not None:
             self.endpoint.stop()
 

@@ -11,7 +11,8 @@ from prometheus_client.samples import Sample
 from ..catalog import CATALOG, COUNTER
 
 # kinds always rendered (at 0) for file sources, so an alert sees the series from the start
-ERROR_KINDS = ("state_unreadable", "state_write", "spool_write", "file_unreadable", "no_frames")
+ERROR_KINDS = ("state_unreadable", "state_write", "spool_write", "spool_sync", "file_unreadable",
+               "no_frames")
 
 
 class SourceCollector:

@@ -192,3 +192,50 @@ def test_truncation_right_after_the_last_line_keeps_its_record(tmp_path):
     sc.close()
     ledger(tmp_path, 10)
     assert src.frames + sum(src.parser_rejections().values()) == src.lines
+
+
+def exported(sc: Sidecar) -> dict:
+    ex = next(iter(sc.exporters.values()))
+    ex.flush()
+    return ex.stats()
+
+
+# ------------------------------------------------------------------ full disk, read-only state
+def test_full_disk_for_the_spool_degrades_to_counted_errors(tmp_path):
+    """--spool-out on a full disk (/dev/full answers ENOSPC): serve died of the OSError from
+    checkpoint() and close(), and each poll whose spool write failed exported none of its
+    frames. Now every frame is exported and each unwritten spool line is counted."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 301))
+    sc = start(tmp_path, spool_out="/dev/full")
+    drain(sc)
+    sc.checkpoint()
+    st = exported(sc)
+    errs = source_errors(sc)
+    sc.close()                              # no OSError
+    src = sc.sources[0]
+    assert src.frames == 300 and st["frames_processed"] == 300, (src.frames, st)
+    assert errs["spool_write"] == 300, errs  # one per unwritten line
+    assert errs["spool_sync"] >= 1, errs     # /dev/full cannot be fsynced either
+    assert st["frames_processed"] + sum(st["frames_dropped"].values()) == st["frames_received"]
+
+
+def test_unwritable_state_file_is_counted_and_said_rarely(tmp_path, caplog):
+    """A read-only state directory: one ERROR per second, counted nowhere. Now each failed
+    checkpoint is counted and the first is said (then at most every few minutes); the
+    export goes on."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 101))
+    with caplog.at_level("WARNING", logger="rl_exporter"):
+        sc = start(tmp_path, state_path="/sys/rl-exporter-state.json")  # EACCES/ENOENT, even as root
+        drain(sc)
+        for _ in range(5):
+            sc.checkpoint()
+        errs = source_errors(sc)
+        st = exported(sc)
+        sc.close()
+    assert errs["state_write"] >= 6, errs
+    said = [r for r in caplog.records if "state file" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]
+    assert st["frames_processed"] == 100
+    ledger(tmp_path, 100)
