@@ -59,12 +59,14 @@ class FileFollower:
         self.size = 0
         self._buf = bytearray()
         self._skipping = False   # inside an over-long line
+        self._next: int | None = None  # the path's next file, held open while we lag
         self.saved = saved
         # counters
         self.bytes_read = 0
         self.rotations = 0
         self.truncations = 0
         self.too_long = 0
+        self.unreadable = 0      # files known to have existed whose lines could not be read
 
     # ------------------------------------------------------------ state
     def checkpoint(self, offset: int | None = None) -> dict | None:
@@ -78,12 +80,13 @@ class FileFollower:
         return max(0, self.size - self.offset) if self.fd is not None else 0
 
     def close(self) -> None:
-        if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-        self.fd = None
+        for fd in (self.fd, self._next):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.fd = self._next = None
 
     # ------------------------------------------------------------ opening
     def _open(self):
@@ -139,6 +142,7 @@ class FileFollower:
             else:
                 self.rotations += 1
                 self.gen += 1
+                self.unreadable += 1
                 log.warning("%s was replaced while we were down and the old file is gone: "
                             "its unread tail (after byte %d) is lost", self.path, saved["offset"])
         self.state = "following"
@@ -181,7 +185,30 @@ class FileFollower:
             got = self._read(self.fd, events, budget)
             if got < budget:  # at EOF: look for rotation, deletion
                 self._check(events, budget)
+            else:
+                self._watch()
         return events
+
+    def _watch(self) -> None:
+        """Behind (a backlog, a long line): hold the path's next file open as soon as it
+        appears, so one rotated in and deleted again before we get to it is still read.
+        Only a file that lives and dies within one poll stays invisible, as to tail -F."""
+        if self._next is not None:
+            return
+        try:
+            pst = os.stat(self.path)
+        except OSError:
+            return
+        if (pst.st_dev, pst.st_ino) == (self.dev, self.ino):
+            return
+        fd = self._open()
+        if fd is None:
+            return
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (self.dev, self.ino):
+            os.close(fd)
+            return
+        self._next = fd
 
     def _verify(self, events) -> bool:
         """Before reading: is the open file still the one we were reading? True if it was
@@ -247,12 +274,15 @@ class FileFollower:
         fd = self.fd
         try:
             pst = os.stat(self.path)
+            ident = (pst.st_dev, pst.st_ino)
         except (FileNotFoundError, NotADirectoryError):
-            self.state = "deleted"
-            return
+            ident = None
         except OSError:
             return
-        if (pst.st_dev, pst.st_ino) != (self.dev, self.ino):
+        if ident is None and self._next is None:
+            self.state = "deleted"
+            return
+        if ident != (self.dev, self.ino):
             # rotated or deleted+recreated: finish the old file, then switch; a long
             # rest of it is left for the next polls (bounded memory)
             if self._read(fd, events, budget) >= budget:
@@ -268,7 +298,9 @@ class FileFollower:
             self.gen += 1
             self.dev = None
             log.info("%s was rotated or replaced: following the new file", self.path)
-            nfd = self._open()
+            nfd, self._next = self._next, None  # a successor seen while we lagged comes first
+            if nfd is None:
+                nfd = self._open()
             if nfd is not None:
                 self._start(nfd, events)
                 self._read(self.fd, events, budget)

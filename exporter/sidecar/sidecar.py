@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fnmatch
 import glob as globmod
-import json
 import logging
 import os
 import threading
@@ -102,12 +101,41 @@ class Source:
                 busy |= self._poll_doc(p)
             return busy
         files = self.saved.get("files", {})
-        for p in self.paths():
+        paths = self.paths()
+        for p in paths:
             t = self.tracks.get(p)
             if t is None:
                 t = self.tracks[p] = FileTrack(p, self.spec.format, files.get(p),
                                             self.sidecar.max_line_bytes)
             busy |= self._poll_file(t, now)
+        if self.is_glob and len(self.tracks) > len(paths):
+            busy |= self._retire(set(paths), now)
+        return busy
+
+    def _retire(self, listed: set, now: float) -> bool:
+        """Files of a glob that no longer match (deleted, renamed away): read what their
+        open descriptor still holds, then close them and drop their tracks, so deleted
+        logs neither hold a descriptor nor their disk space. One that vanished before it
+        could be opened is counted (file_unreadable)."""
+        busy = False
+        for p, t in list(self.tracks.items()):
+            if p in listed:
+                continue
+            f = t.follower
+            if f.fd is None:  # never opened: whatever it held was not read
+                if f.state == "waiting" and not f.bytes_read:
+                    self.errors["file_unreadable"] += 1
+                    self.sidecar._error("file_unreadable",
+                                        f"source {self.spec.name}: {p} was gone before it could "
+                                        "be read; counted in rl_exporter_source_errors_total"
+                                        "{kind=\"file_unreadable\"}")
+                del self.tracks[p]
+                continue
+            if self._poll_file(t, now):
+                busy = True
+            elif f.state == "deleted" and not f.lag and not t.open:
+                f.close()
+                del self.tracks[p]
         return busy
 
     def _poll_file(self, t: FileTrack, now: float) -> bool:
@@ -592,11 +620,8 @@ def _spool_tail(path: str, window: int = 1 << 20) -> dict:
             log.warning("spool %s ended in a torn record: cut at byte %d", path, keep)
             data = data[:cut + 1] if cut >= 0 else b""
         for raw in data.split(b"\n"):
-            if not raw.startswith(b"{"):
-                continue
-            try:
-                rec = json.loads(raw)
-            except ValueError:
+            rec = spool.decode(raw)
+            if rec is None:
                 continue
             src, off = rec.get("src"), rec.get("off")
             if isinstance(src, str) and isinstance(off, int):

@@ -56,7 +56,8 @@ class SourceCollector:
             if s.spec.format != "ingest":
                 for st in ("following", "waiting", "deleted"):
                     add("rl_exporter_source_files", dict(lab, state=st), states[st])
-            errors = s.errors
+            errors = Counter(s.errors)
+            errors["file_unreadable"] += sum(t.follower.unreadable for t in tracks)
             kinds = set(errors) | (set(ERROR_KINDS) if s.spec.format != "ingest" else set())
             for kind in sorted(kinds):
                 add("rl_exporter_source_errors_total", dict(lab, kind=kind), errors[kind])
