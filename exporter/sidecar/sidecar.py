@@ -29,7 +29,8 @@ from ..core.collector import StoreCollector
 from ..core.store import Store
 from ..core.endpoint import Endpoint
 from .. import spool
-from ..logs import DOCUMENT_FORMATS, canonical_format, make_parser
+from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser
+from ..logs.base import clean
 from .follow import StateFile
 from .source_metrics import SourceCollector
 from .track import DocTrack, FileTrack
@@ -41,6 +42,7 @@ _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
 _PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
 _PROGRESS_EVERY = 5.0         # seconds between progress lines
 _SAY_AGAIN_S = 600.0          # a recurring error is said again at most this often
+_NO_FRAME_LINES = 2000        # lines without any frame before serve says the format looks wrong
 
 
 class SourceSpec:
@@ -78,6 +80,7 @@ class Source:
         self.frames = 0
         self.rejected: Counter = Counter()
         self.errors: Counter = Counter()   # rl_exporter_source_errors_total, by kind
+        self._looks_like: Counter = Counter()  # formats detected in lines while no frame came
         self.last_frame_ts = float("nan")
         # The last frame applied, kept in the state file so a restart shows it at once.
         self.last: dict | None = self.saved.get("last")
@@ -153,6 +156,8 @@ class Source:
                 self.lines += 1
                 frames = t.on_line(text, start, end)
                 self._apply(t, frames, t.resume if end else None)
+                if not self.frames and "no_frames" not in self.errors:
+                    self._no_frames_yet(text)
             elif kind == "eof":
                 self._apply(t, t.on_eof(), None)
                 self.sidecar.checkpoint_soon()
@@ -167,6 +172,23 @@ class Source:
                 self._apply(t, t.on_reset(text), None)
                 self.sidecar.checkpoint_soon()
         return True
+
+    def _no_frames_yet(self, text: str) -> None:
+        """Many lines, not one frame: say once that the format is likely wrong (with the
+        format the lines look like), and count it (errors{kind="no_frames"})."""
+        if self.spec.format != "auto" and len(self._looks_like) < 50:
+            fmt = detect_line(clean(text))
+            if fmt is not None and fmt != self.spec.format:
+                self._looks_like[fmt] += 1
+        if self.lines < _NO_FRAME_LINES:
+            return
+        self.errors["no_frames"] += 1
+        hint = ""
+        if self._looks_like:
+            hint = f"; they look like {self._looks_like.most_common(1)[0][0]} (or try auto)"
+        log.warning("source %s: %d lines read and not one %s record%s (counted in "
+                    "rl_exporter_source_errors_total{kind=\"no_frames\"}; logged once)",
+                    self.spec.name, self.lines, self.spec.format, hint)
 
     def _apply(self, t, frames, offset) -> None:
         if not frames:
@@ -354,7 +376,8 @@ class Sidecar:
                  poll_interval: float = 0.25, checkpoint_interval: float = 1.0,
                  idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
                  spool_out: str | None = None, ingest: dict | None = None,
-                 exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0):
+                 exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0,
+                 bind_retry_s: float = 15.0):
         self.run = run
         self.poll_interval = poll_interval
         self.checkpoint_interval = checkpoint_interval
@@ -411,7 +434,9 @@ class Sidecar:
             s.restore_last()
         self.endpoint = None
         if port is not None:
-            self.endpoint = Endpoint(self.registry, addr, port, health=self.health)
+            # a restart in the same pod: the previous serve may still hold the port a moment
+            self.endpoint = Endpoint(self.registry, addr, port, health=self.health,
+                                     bind_retry_s=bind_retry_s)
             if ingest:
                 from .ingest import IngestApp, IngestSource
                 self.ingest_source = IngestSource(run, ingest.get("framework", "auto"))
@@ -594,7 +619,8 @@ class Sidecar:
 
     def health(self) -> dict:
         sources = [s.health() for s in self.all_sources()]
-        return {"status": "ok", "run": self.run, "sources": sources,
+        http = dict(self.endpoint.stats) if self.endpoint is not None else {}
+        return {"status": "ok", "run": self.run, "sources": sources, "http": http,
                 "exporters": [{"run": r, "framework": fw,
                                "frames_processed": ex.health()["frames_processed"]}
                               for (r, fw), ex in self.exporters.items()]}
