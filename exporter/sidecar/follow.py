@@ -364,11 +364,18 @@ class StateFile:
         tmp = f"{self.path}.tmp.{os.getpid()}"
         data = json.dumps({"version": 1, "sources": sources}, separators=(",", ":"),
                           allow_nan=False, default=str)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            try:  # a full disk: leave no partial temp file behind, keep the last good state
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
         try:
             dfd = os.open(d, os.O_RDONLY)
             try:

@@ -42,7 +42,8 @@ _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
 _PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
 _PROGRESS_EVERY = 5.0         # seconds between progress lines
 _SAY_AGAIN_S = 600.0          # a recurring error is said again at most this often
-_NO_FRAME_LINES = 2000        # lines without any frame before serve says the format looks wrong
+_NO_FRAME_LINES = 200         # lines without a frame, some shaped like another format: say so
+_NO_FRAME_ANY = 100_000       # lines without a frame at all (not even one before a restart)
 
 
 class SourceSpec:
@@ -176,11 +177,14 @@ class Source:
     def _no_frames_yet(self, text: str) -> None:
         """Many lines, not one frame: say once that the format is likely wrong (with the
         format the lines look like), and count it (errors{kind="no_frames"})."""
-        if self.spec.format != "auto" and len(self._looks_like) < 50:
+        if self.spec.format != "auto" and sum(self._looks_like.values()) < 20:
             fmt = detect_line(clean(text))
             if fmt is not None and fmt != self.spec.format:
                 self._looks_like[fmt] += 1
-        if self.lines < _NO_FRAME_LINES:
+        # start-up noise (vLLM, NCCL) is not a wrong format: lines shaped like another
+        # format are, and so is a very long log without a single frame, ever
+        hinted = sum(self._looks_like.values()) >= 20 and self.lines >= _NO_FRAME_LINES
+        if not hinted and (self.lines < _NO_FRAME_ANY or self.last is not None):
             return
         self.errors["no_frames"] += 1
         hint = ""

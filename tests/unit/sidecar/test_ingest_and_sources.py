@@ -39,9 +39,12 @@ def test_nested_json_is_bad_json_and_the_bearer_scheme_is_case_insensitive():
 
 
 def test_a_wrong_format_is_said_once_and_counted(tmp_path, caplog):
+    """veRL console lines read as verl_jsonl: every line read, 0 frames, and nothing said.
+    Start-up noise before a first frame is not reported (see the next test)."""
+    noise = b"(WorkerDict pid=1) INFO vllm: loading weights shard 3 of 8\n" * 1000
     log = tmp_path / "train.log"
-    log.write_bytes(b"".join(f"step:{i} - actor/entropy:0.5 - actor/pg_loss:0.1\n".encode()
-                             for i in range(3000)))
+    log.write_bytes(noise + b"".join(f"step:{i} - actor/entropy:0.5 - actor/pg_loss:0.1\n".encode()
+                                     for i in range(2000)))
     sc = Sidecar([SourceSpec(f"verl_jsonl:{log}", "r")], run="r", port=None, gpu=False)
     with caplog.at_level(logging.WARNING, logger="rl_exporter"):
         for _ in range(5):
@@ -52,3 +55,18 @@ def test_a_wrong_format_is_said_once_and_counted(tmp_path, caplog):
     assert src.lines == 3000 and src.frames == 0
     assert src.errors["no_frames"] == 1 and len(said) == 1
     assert "look like verl_console" in said[0]
+
+
+def test_startup_noise_is_not_a_wrong_format(tmp_path, caplog):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"(WorkerDict pid=1) INFO vllm: loading weights shard 3 of 8\n" * 20000
+                    + b"step:1 - actor/entropy:0.5\n")
+    sc = Sidecar([SourceSpec(f"verl_console:{log}", "r")], run="r", port=None, gpu=False,
+                 idle_flush=0.0)
+    with caplog.at_level(logging.WARNING, logger="rl_exporter"):
+        for _ in range(5):
+            sc.poll_once()
+    src = sc.sources[0]
+    sc.close()
+    assert src.frames == 1 and src.errors["no_frames"] == 0
+    assert not [r for r in caplog.records if "not one" in r.getMessage()]
