@@ -9,9 +9,12 @@ exactly as the hook's do, so the canonical series are identical.
 No loss, no duplicates: every file's identity and the offset of the first byte not
 yet applied (never past the first line of a record still being assembled) are
 checkpointed atomically every checkpoint_interval and at shutdown. With spool_out,
-each frame is also appended to a spool JSONL with the offset after it; on start the
-spool's tail is read so a crash between the spool write and the checkpoint does not
-replay frames: the spool holds every frame exactly once.
+each frame is also appended to a spool JSONL with the offset after it (and the
+generation and inode of the file it came from); on start the spool's tail is read so a
+crash between the spool write and the checkpoint does not replay frames, and a lost or
+corrupt state file resumes each file from there: the spool holds every frame exactly
+once. Nothing here stops on a full disk or an unwritable state file: such errors are
+counted per source (rl_exporter_source_errors_total{kind}) and said rarely.
 """
 from __future__ import annotations
 
