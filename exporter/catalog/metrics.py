@@ -464,6 +464,13 @@ SELF_METRICS: list[Metric] = [
     g("rl_exporter_source_files", "{file}",
       "Files of a source by state: following, waiting (not there yet), deleted (old descriptor "
       "still read).", "source", "state", agg=SUM, group="sidecar"),
+    c("rl_exporter_source_errors_total", "{error}",
+      "Sidecar errors, by kind: state_unreadable (the state file was corrupt: resumed from the "
+      "spool's offsets, or from scratch without one), state_write (a checkpoint could not be "
+      "written), spool_write (frames not written to --spool-out; still exported), spool_sync "
+      "(the spool could not be fsynced at a checkpoint), file_unreadable (a matched file vanished or could not be opened before it was read), "
+      "no_frames (many lines read, none a frame: likely the wrong --source format). Each kind "
+      "is logged once, then at most every 10 minutes.", "source", "kind", group="sidecar"),
 ]
 
 # ------------------------------------------------------------------ phases in progress, GPU time by

@@ -18,6 +18,7 @@ MAX_LABEL_VALUE = 128  # longer label values are cut and suffixed with a hash, s
 
 _STAT_SUFFIX = re.compile(r"^(?P<base>.+)/(?P<stat>avg|mean|min|max|std|median|var)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Unicode categories never in a label
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ class Resolution:
 def sanitize_label_value(value: str) -> str:
     """Printable, bounded label value; distinct inputs stay distinct after a cut."""
     value = unicodedata.normalize("NFC", str(value))
-    clean = _CONTROL.sub("_", value)
+    if value.isascii():
+        clean = _CONTROL.sub("_", value)
+    else:  # also bidi overrides, zero-width and other format characters (label spoofing)
+        clean = "".join("_" if unicodedata.category(c) in _UNPRINTABLE else c for c in value)
     if len(clean) > MAX_LABEL_VALUE or clean != value:
         digest = hashlib.blake2s(value.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
         clean = clean[: MAX_LABEL_VALUE - 9] + "~" + digest

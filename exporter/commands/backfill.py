@@ -47,7 +47,8 @@ def add_common(p):
 def run(args) -> int:
     from ..postmortem import backfill as bf
     from ..postmortem.logs import LogError
-    from ..postmortem.tools import ToolFailed, ToolMissing
+    from ..postmortem.tools import ToolFailed, ToolMissing, stop_cleanly_on_sigterm
+    stop_cleanly_on_sigterm()
     try:
         res = bf.backfill(args.logs, args.run, args.out, fmt=args.format,
                           step_seconds=args.step_seconds, clock=args.clock, start=args.start,

@@ -35,7 +35,8 @@ def run(args) -> int:
     from ..postmortem.doctor import doctor
     from ..postmortem.logs import LogError
     from ..postmortem.rules import RulesError
-    from ..postmortem.tools import ToolFailed, ToolMissing
+    from ..postmortem.tools import ToolFailed, ToolMissing, stop_cleanly_on_sigterm
+    stop_cleanly_on_sigterm()
     try:
         out = doctor(args.logs, run=args.run, fmt=args.format, rules=args.rules,
                      runbook_path=args.runbook, html=bool(args.html),

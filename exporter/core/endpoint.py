@@ -1,12 +1,21 @@
 """The HTTP endpoint: read-only /metrics (Prometheus text or OpenMetrics, by the
-Accept header), /healthz, and any POST routes a component adds (the sidecar's
-/ingest). Bound to 127.0.0.1 unless told otherwise."""
+Accept header; HEAD too), /healthz, and any POST routes a component adds (the
+sidecar's /ingest). Bound to 127.0.0.1 unless told otherwise.
+
+Bounded: a connection that sends nothing for read_timeout_s is closed, and at most
+max_connections are served at once; one more is answered 503 at once and counted
+(stats["refused"], said once), so idle or slow clients cannot pile up threads.
+Restartable: SO_REUSEADDR lets a restarted exporter bind while the previous one's
+connections sit in TIME_WAIT (Linux still refuses a second live listener), and
+start() retries a port in use for bind_retry_s before raising."""
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import socket
 import threading
+import time
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -18,10 +27,39 @@ DEFAULT_PORT = 9464  # the OTel Prometheus exporter's port
 DEFAULT_ADDR = "127.0.0.1"
 
 
+_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+         b"Connection: close\r\nRetry-After: 1\r\n\r\ntoo many connections\n")
+
+
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
-    allow_reuse_address = False  # a second exporter on the same port must fail, not share it
+    # TIME_WAIT connections of a previous process must not block a restart; on Linux
+    # SO_REUSEADDR never lets two live listeners share the port (the second still fails)
+    allow_reuse_address = True
     request_queue_size = 128     # listen backlog: socketserver's 5 refuses concurrent scrapers
+    endpoint = None              # the Endpoint: its limits and counters
+
+    def process_request(self, request, client_address):
+        ep = self.endpoint
+        if not ep._slots.acquire(blocking=False):
+            ep._count("refused", f"more than {ep.max_connections} connections at once: "
+                      "answering 503 (counted; logged once)")
+            try:
+                request.settimeout(0.5)
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        t = threading.Thread(target=self._serve_one, args=(request, client_address),
+                             name=f"rl-exporter-http-{client_address[1]}", daemon=True)
+        t.start()
+
+    def _serve_one(self, request, client_address):
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            self.endpoint._slots.release()
 
 
 class _Server6(_Server):
@@ -29,16 +67,32 @@ class _Server6(_Server):
 
 
 class _QuietHandler(WSGIRequestHandler):
+    timeout = 10.0  # per read; set from Endpoint.read_timeout_s
+
     def log_message(self, *args):  # scrapes every few seconds would flood the trainer's log
         pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except socket.timeout:  # an idle or slow client: closed, counted
+            self.server.endpoint._count("timed_out")
+            self.close_connection = True
 
 
 class Endpoint:
     def __init__(self, registry, addr: str = DEFAULT_ADDR, port: int = DEFAULT_PORT,
-                 health=None):
+                 health=None, *, read_timeout_s: float = 10.0, max_connections: int = 64,
+                 bind_retry_s: float = 0.0):
         self.registry = registry
         self.addr = addr
         self.port = port
+        self.read_timeout_s = read_timeout_s
+        self.max_connections = max_connections
+        self.bind_retry_s = bind_retry_s
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self.stats = {"refused": 0, "timed_out": 0}
+        self._said: set = set()
         self.health = health or (lambda: {"status": "ok"})
         self.routes: dict[str, object] = {}  # path -> wsgi app for POST
         self._metrics_app = make_wsgi_app(registry)
@@ -47,6 +101,12 @@ class Endpoint:
 
     def add_route(self, path: str, app) -> None:
         self.routes[path] = app
+
+    def _count(self, what: str, message: str | None = None) -> None:
+        self.stats[what] += 1
+        if message and what not in self._said:
+            self._said.add(what)
+            log.warning("rl-exporter endpoint: %s", message)
 
     def _app(self, environ, start_response):
         path = environ.get("PATH_INFO", "/")
@@ -58,6 +118,12 @@ class Endpoint:
                                                       ("Content-Type", "text/plain")])
             return [b"read-only endpoint\n"]
         if path == "/metrics":
+            if method == "HEAD":  # prometheus_client's app answers 405 to HEAD
+                body = self._metrics_app(dict(environ, REQUEST_METHOD="GET"), start_response)
+                close = getattr(body, "close", None)
+                if close is not None:
+                    close()
+                return []
             return self._metrics_app(environ, start_response)
         if path in ("/healthz", "/health"):
             try:
@@ -75,10 +141,22 @@ class Endpoint:
         return [b"not found\n"]
 
     def start(self) -> None:
-        """Bind and serve in a daemon thread. Raises OSError if the port is taken."""
+        """Bind and serve in a daemon thread. Raises OSError if the port is taken (by a
+        live listener: retried for bind_retry_s first, as a previous process exits)."""
         # an IPv6 literal ("::1", "::") needs an AF_INET6 socket; names and IPv4 stay AF_INET
-        cls = _Server6 if ":" in self.addr else _Server
-        self._server = make_server(self.addr.strip("[]"), self.port, self._app, cls, _QuietHandler)
+        base = _Server6 if ":" in self.addr else _Server
+        handler = type("_Handler", (_QuietHandler,), {"timeout": self.read_timeout_s})
+        cls = type(base.__name__, (base,), {"endpoint": self})
+        deadline = time.monotonic() + self.bind_retry_s
+        while True:
+            try:
+                self._server = make_server(self.addr.strip("[]"), self.port, self._app, cls,
+                                           handler)
+                break
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.25)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="rl-exporter-http",
                                         daemon=True)

@@ -50,6 +50,7 @@ class Result:
     logs: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     clock_adjusted: int = 0
+    clock_jumps: int = 0
 
     def step_at(self, t: float):
         """The training step the run had reached at time t (None before its first)."""
@@ -66,6 +67,7 @@ class Result:
                 "samples": self.samples, "blocks": self.blocks,
                 "start": iso(self.start), "end": iso(self.end),
                 "clock": self.clock, "clock_source": self.clock_why,
+                "clock_jumps": self.clock_jumps,
                 "logs": [vars(s) for s in self.logs],
                 "timings_s": {k: round(v, 3) for k, v in self.timings.items()}}
 
@@ -213,6 +215,13 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         res.series = replay.series
         res.samples = blocks.samples
         res.clock_adjusted = clk.adjusted
+        res.clock_jumps = len(clk.jumps)
+        if clk.jumps:
+            step, size = max(clk.jumps, key=lambda j: abs(j[1]))
+            note = (f"{len(clk.jumps)} implausible jump(s) of the log's time closed up to one "
+                    f"step (the largest {size:+.3g} s, at step {step}); later times shifted")
+            res.clock_why += "; " + note
+            log.warning("%s", note)
         res.blocks = len(blocks.paths)
         # wall: parsing until the last sample was written; blocks: promtool's own run time
         # (overlapping the parsing); CPU: ours vs promtool's

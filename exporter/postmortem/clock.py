@@ -9,6 +9,11 @@
 Log timestamps are not plausible when they span far less time than the steps the same
 frames say they took: a spool written by a replay or by a sidecar catching up on a backlog
 stamps processing time, not training time.
+
+A jump of more than MAX_GAP between two frames (a host clock set wrong, a corrupt `ts`, a
+step "duration" of years) is not a pause of the run: filling it would mean one TSDB block
+per 2 h of it (44,000 for ten years). The Clock closes it up to one step and shifts the
+times after it by the same amount; Clock.jumps lists them, and backfill says so.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ DESCRIBE = {
     "fixed": "--step-seconds",
 }
 _IMPLAUSIBLE = 0.2  # log time span / summed step durations below this: not training time
+MAX_GAP = 86400.0  # seconds between two frames beyond which the clock jumped, not the run
 
 
 class StepDurations:
@@ -86,10 +92,23 @@ class Clock:
         self.last_step = object()
         self.last_duration = None
         self.adjusted = 0  # log timestamps moved forward to keep time increasing
+        self.shift = 0.0   # added to log timestamps after a jump
+        self.jumps: list[tuple] = []  # (step, seconds closed up) per implausible jump
+        self.last_gap = None  # the last plausible time between two new steps
 
     def at(self, log_ts: float | None, duration: float | None, step) -> float:
+        if duration is not None and duration > MAX_GAP:
+            self.jumps.append((step, duration))
+            duration = None
         if self.kind == "log" and log_ts is not None:
-            t = log_ts
+            t = log_ts + self.shift
+            if self.t is not None and abs(t - self.t) > MAX_GAP:
+                gap = self.last_gap or self.step_seconds
+                self.jumps.append((step, t - self.t))
+                self.shift += self.t + gap - t
+                t = self.t + gap
+            elif self.t is not None and t > self.t and step != self.last_step:
+                self.last_gap = t - self.t
         elif self.t is None:
             t = self.start if self.kind != "log" or log_ts is None else log_ts
         elif step is not None and step == self.last_step:

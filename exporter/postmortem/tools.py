@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -39,6 +41,20 @@ class ToolMissing(Exception):
 
 class ToolFailed(Exception):
     pass
+
+
+def stop_cleanly_on_sigterm() -> None:
+    """SIGTERM (a `timeout`, a pod stopping) ends the command like Ctrl-C does: as an
+    exception in the main thread, so the `finally` blocks remove the temporary directories
+    and stop prometheus; the default action would kill the process with them left behind."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _raise(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM: die at once
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _raise)
 
 
 def find(name: str) -> str:

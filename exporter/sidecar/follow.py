@@ -3,22 +3,28 @@
 A FileFollower owns one path. Each poll() reads what was appended and returns
 events: ("line", text, start, end) for every complete line (a partial last line
 waits for its newline), ("eof", None, pos, pos) when the old file of a rotation has
-been read to its end, ("reset", reason, 0, 0) when the file was truncated or
-replaced in place (veRL's JSONL is reopened with "wb" on every trainer start).
+been read to its end, ("start", (gen, ino), off, off) when a file is opened (its lines
+follow; gen and ino are the ones its lines belong to, even when the follower has moved
+on to a newer file within the same poll), ("reset", (gen, ino), 0, 0) when the file
+was truncated or replaced in place (veRL's JSONL is reopened with "wb" on every trainer
+start). One poll reads at most about POLL_BUDGET bytes per file, so a backlog (a long
+unread tail, a rotated file's rest) is delivered over several polls, never held in
+memory at once.
 
 Identity: device + inode, plus a content fingerprint (hash of the first up to 4 KiB)
 so a file truncated and rewritten past our offset between two polls, or a new file
 that reuses an inode, is still recognised as new. Rotation (rename + new file at the
 path): the old file is read to its end through the open descriptor, then the new
-one from its start. Deleted: keep reading the old descriptor, wait for a new file.
+one from its start; the old file's lines carry its own offsets and generation. Deleted: keep reading the old descriptor, wait for a new file.
 Missing (or missing directory): wait. Lines longer than max_line_bytes are skipped
 without being buffered (counted as line_too_long). Bytes are decoded as UTF-8 with
 replacement, so binary garbage becomes unparseable text that parsers skip.
 
 State: checkpoint() gives {dev, ino, offset, fp_len, fp, gen}; a follower built with
-that dict resumes at offset if the file is the same one, reads the rotated file
-(found by inode in the same directory) first if it was rotated while we were down,
-and starts from 0 otherwise. StateFile writes all followers' states atomically
+that dict resumes at offset if the file is the same one, follows the rotated file
+(found by inode in the same directory) from there if it was rotated while we were
+down, exactly as if the rotation had happened while we were reading it, and starts
+from 0 otherwise. StateFile writes all followers' states atomically
 (temp file, fsync, rename, fsync of the directory).
 """
 from __future__ import annotations
@@ -32,6 +38,7 @@ log = logging.getLogger("rl_exporter.sources")
 
 FP_BYTES = 4096
 READ_CHUNK = 1 << 20
+POLL_BUDGET = 8 << 20  # bytes read from one file per poll
 
 
 def _fp(data: bytes) -> str:
@@ -52,14 +59,14 @@ class FileFollower:
         self.size = 0
         self._buf = bytearray()
         self._skipping = False   # inside an over-long line
-        self._old_fd: int | None = None  # rotated file still being drained
-        self._old_pos = 0        # where to resume in it
+        self._next: int | None = None  # the path's next file, held open while we lag
         self.saved = saved
         # counters
         self.bytes_read = 0
         self.rotations = 0
         self.truncations = 0
         self.too_long = 0
+        self.unreadable = 0      # files known to have existed whose lines could not be read
 
     # ------------------------------------------------------------ state
     def checkpoint(self, offset: int | None = None) -> dict | None:
@@ -73,13 +80,13 @@ class FileFollower:
         return max(0, self.size - self.offset) if self.fd is not None else 0
 
     def close(self) -> None:
-        for fd in (self.fd, self._old_fd):
+        for fd in (self.fd, self._next):
             if fd is not None:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self.fd = self._old_fd = None
+        self.fd = self._next = None
 
     # ------------------------------------------------------------ opening
     def _open(self):
@@ -102,11 +109,22 @@ class FileFollower:
         return len(data) == fp_len and _fp(data) == fp
 
     def _start(self, fd, events) -> None:
+        saved, self.saved = self.saved, None
+        if saved:
+            st = os.fstat(fd)
+            if (saved.get("dev"), saved.get("ino")) != (st.st_dev, st.st_ino):
+                old = self._find_rotated(saved)
+                if old is not None:
+                    # follow the rotated file from the saved offset; at its end the
+                    # rotation is noticed like a live one (_check), then the new file
+                    os.close(fd)
+                    fd = old
+                    log.info("%s was rotated while we were down: finishing the old file first",
+                             self.path)
         st = os.fstat(fd)
         self.fd, self.dev, self.ino, self.size = fd, st.st_dev, st.st_ino, st.st_size
         self._buf.clear()
         self._skipping = False
-        saved, self.saved = self.saved, None
         self.offset, self.fp_len, self.fp = 0, 0, ""
         if saved:
             self.gen = int(saved.get("gen", 0))
@@ -122,19 +140,14 @@ class FileFollower:
                 log.info("%s was truncated or rewritten while we were down: reading from the start",
                          self.path)
             else:
-                old = self._find_rotated(saved)
                 self.rotations += 1
                 self.gen += 1
-                if old is not None:
-                    self._old_fd, self._old_pos = old, saved["offset"]
-                    log.info("%s was rotated while we were down: finishing the old file first",
-                             self.path)
-                else:
-                    log.warning("%s was replaced while we were down and the old file is gone: "
-                                "its unread tail (after byte %d) is lost", self.path, saved["offset"])
+                self.unreadable += 1
+                log.warning("%s was replaced while we were down and the old file is gone: "
+                            "its unread tail (after byte %d) is lost", self.path, saved["offset"])
         self.state = "following"
         os.lseek(fd, self.offset, os.SEEK_SET)
-        events.append(("start", None, self.offset, self.offset))
+        events.append(("start", (self.gen, self.ino), self.offset, self.offset))
 
     def _find_rotated(self, saved):
         d = os.path.dirname(self.path) or "."
@@ -159,7 +172,8 @@ class FileFollower:
         return None
 
     # ------------------------------------------------------------ reading
-    def poll(self, budget: int = 8 * READ_CHUNK) -> list:
+    def poll(self, budget: int | None = None) -> list:
+        budget = POLL_BUDGET if budget is None else budget
         events: list = []
         if self.fd is None:
             fd = self._open()
@@ -167,13 +181,34 @@ class FileFollower:
                 self.state = "waiting"
                 return events
             self._start(fd, events)
-        if self._old_fd is not None:
-            self._drain_old(events)
         if not self._verify(events):  # truncated/rewritten: never read stale offsets into it
             got = self._read(self.fd, events, budget)
             if got < budget:  # at EOF: look for rotation, deletion
-                self._check(events)
+                self._check(events, budget)
+            else:
+                self._watch()
         return events
+
+    def _watch(self) -> None:
+        """Behind (a backlog, a long line): hold the path's next file open as soon as it
+        appears, so one rotated in and deleted again before we get to it is still read.
+        Only a file that lives and dies within one poll stays invisible, as to tail -F."""
+        if self._next is not None:
+            return
+        try:
+            pst = os.stat(self.path)
+        except OSError:
+            return
+        if (pst.st_dev, pst.st_ino) == (self.dev, self.ino):
+            return
+        fd = self._open()
+        if fd is None:
+            return
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (self.dev, self.ino):
+            os.close(fd)
+            return
+        self._next = fd
 
     def _verify(self, events) -> bool:
         """Before reading: is the open file still the one we were reading? True if it was
@@ -187,29 +222,6 @@ class FileFollower:
             self._truncated(events, "truncated")
             return True
         return False
-
-    def _drain_old(self, events) -> None:
-        # Lines of the file rotated away while we were down; offsets are not checkpointed
-        # past them (the old file's lines are delivered with start=end=0 for the new one).
-        fd = self._old_fd
-        os.lseek(fd, self._old_pos, os.SEEK_SET)
-        buf = bytearray()
-        while True:
-            chunk = os.read(fd, READ_CHUNK)
-            if not chunk:
-                break
-            buf += chunk
-            self.bytes_read += len(chunk)
-        lines = bytes(buf).split(b"\n")
-        for raw in lines:
-            if raw:
-                if len(raw) > self.max_line:
-                    self.too_long += 1
-                    continue
-                events.append(("line", raw.decode("utf-8", "replace"), 0, 0))
-        events.append(("eof", None, 0, 0))
-        os.close(fd)
-        self._old_fd = None
 
     def _read(self, fd, events, budget) -> int:
         total = 0
@@ -258,18 +270,23 @@ class FileFollower:
         self.size = max(self.size, self.offset + len(buf))
         return total
 
-    def _check(self, events) -> None:
+    def _check(self, events, budget: int) -> None:
         fd = self.fd
         try:
             pst = os.stat(self.path)
+            ident = (pst.st_dev, pst.st_ino)
         except (FileNotFoundError, NotADirectoryError):
-            self.state = "deleted"
-            return
+            ident = None
         except OSError:
             return
-        if (pst.st_dev, pst.st_ino) != (self.dev, self.ino):
-            # rotated or deleted+recreated: finish the old file, then switch
-            self._read(fd, events, 1 << 62)
+        if ident is None and self._next is None:
+            self.state = "deleted"
+            return
+        if ident != (self.dev, self.ino):
+            # rotated or deleted+recreated: finish the old file, then switch; a long
+            # rest of it is left for the next polls (bounded memory)
+            if self._read(fd, events, budget) >= budget:
+                return
             if self._buf and not self._skipping:  # the old file ended without a newline
                 raw = bytes(self._buf)
                 events.append(("line", raw.decode("utf-8", "replace"), self.offset,
@@ -281,10 +298,12 @@ class FileFollower:
             self.gen += 1
             self.dev = None
             log.info("%s was rotated or replaced: following the new file", self.path)
-            nfd = self._open()
+            nfd, self._next = self._next, None  # a successor seen while we lagged comes first
+            if nfd is None:
+                nfd = self._open()
             if nfd is not None:
                 self._start(nfd, events)
-                self._read(self.fd, events, 8 * READ_CHUNK)
+                self._read(self.fd, events, budget)
         else:
             self.state = "following"
 
@@ -305,13 +324,13 @@ class FileFollower:
         self.truncations += 1
         self.gen += 1
         log.info("%s was %s: reading from the start", self.path, reason)
-        events.append(("reset", reason, 0, 0))
+        events.append(("reset", (self.gen, self.ino), 0, 0))
         self._buf.clear()
         self._skipping = False
         self.offset = 0
         self.fp_len, self.fp = 0, ""
         os.lseek(self.fd, 0, os.SEEK_SET)
-        self._read(self.fd, events, 8 * READ_CHUNK)
+        self._read(self.fd, events, POLL_BUDGET)
 
 
 class StateFile:
@@ -319,19 +338,24 @@ class StateFile:
 
     def __init__(self, path: str):
         self.path = path
+        self.problem: str | None = None  # why the last load() found no usable state
 
     def load(self) -> dict:
+        """The saved states, {} if there are none. A file that exists but cannot be used
+        (corrupt, truncated, empty, unknown layout) also gives {}, with `problem` set:
+        the caller says what it does instead (resume from the spool, or from scratch)."""
+        self.problem = None
         try:
             with open(self.path, encoding="utf-8") as f:
                 obj = json.load(f)
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as e:
-            log.error("state file %s unreadable (%s): starting every source from scratch",
-                      self.path, e)
+            self.problem = f"unreadable ({e})"
             return {}
-        if not isinstance(obj, dict) or obj.get("version") != 1:
-            log.error("state file %s has an unknown layout: ignored", self.path)
+        if not isinstance(obj, dict) or obj.get("version") != 1 or \
+                not isinstance(obj.get("sources", {}), dict):
+            self.problem = "of an unknown layout"
             return {}
         return obj.get("sources", {})
 
@@ -340,11 +364,18 @@ class StateFile:
         tmp = f"{self.path}.tmp.{os.getpid()}"
         data = json.dumps({"version": 1, "sources": sources}, separators=(",", ":"),
                           allow_nan=False, default=str)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            try:  # a full disk: leave no partial temp file behind, keep the last good state
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
         try:
             dfd = os.open(d, os.O_RDONLY)
             try:

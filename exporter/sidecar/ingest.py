@@ -76,7 +76,9 @@ class IngestApp:
                           [("Allow", "POST")])
         if self.token is not None:
             auth = environ.get("HTTP_AUTHORIZATION", "")
-            given = auth[7:].strip().encode() if auth.startswith("Bearer ") else b""
+            scheme, _, cred = auth.strip().partition(" ")
+            # the scheme is case-insensitive (RFC 7235 section 2.1)
+            given = cred.strip().encode() if scheme.lower() == "bearer" else b""
             if not hmac.compare_digest(given, self.token):
                 src.rejected["unauthorized"] += 1
                 return _reply(start_response, "401 Unauthorized",
@@ -97,7 +99,8 @@ class IngestApp:
         src.lines += 1
         try:
             obj = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # RecursionError: deeply nested arrays ("[" x 100000) are bad JSON too, not a 500
             src.rejected["bad_json"] += 1
             return _reply(start_response, "400 Bad Request", {"error": f"malformed JSON: {e}"})
         try:
@@ -128,6 +131,7 @@ class IngestSource:
         self.lines = 0
         self.frames = 0
         self.rejected: Counter = Counter()
+        self.errors: Counter = Counter()
         self.last_frame_ts = float("nan")
         self.tracks: dict = {}
         self.docs: dict = {}

@@ -9,14 +9,17 @@ exactly as the hook's do, so the canonical series are identical.
 No loss, no duplicates: every file's identity and the offset of the first byte not
 yet applied (never past the first line of a record still being assembled) are
 checkpointed atomically every checkpoint_interval and at shutdown. With spool_out,
-each frame is also appended to a spool JSONL with the offset after it; on start the
-spool's tail is read so a crash between the spool write and the checkpoint does not
-replay frames: the spool holds every frame exactly once.
+each frame is also appended to a spool JSONL with the offset after it (and the
+generation and inode of the file it came from); on start the spool's tail is read so a
+crash between the spool write and the checkpoint does not replay frames, and a lost or
+corrupt state file resumes each file from there: the spool holds every frame exactly
+once. Nothing here stops on a full disk or an unwritable state file: such errors are
+counted per source (rl_exporter_source_errors_total{kind}) and said rarely.
 """
 from __future__ import annotations
 
+import fnmatch
 import glob as globmod
-import json
 import logging
 import os
 import threading
@@ -28,7 +31,9 @@ from prometheus_client import CollectorRegistry
 from ..core.collector import StoreCollector
 from ..core.store import Store
 from ..core.endpoint import Endpoint
-from ..logs import DOCUMENT_FORMATS, canonical_format, make_parser, spool
+from .. import spool
+from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser
+from ..logs.base import clean
 from .follow import StateFile
 from .source_metrics import SourceCollector
 from .track import DocTrack, FileTrack
@@ -39,6 +44,9 @@ _GLOB_CHARS = set("*?[")
 _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
 _PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
 _PROGRESS_EVERY = 5.0         # seconds between progress lines
+_SAY_AGAIN_S = 600.0          # a recurring error is said again at most this often
+_NO_FRAME_LINES = 200         # lines without a frame, some shaped like another format: say so
+_NO_FRAME_ANY = 100_000       # lines without a frame at all (not even one before a restart)
 
 
 class SourceSpec:
@@ -75,6 +83,8 @@ class Source:
         self.lines = 0
         self.frames = 0
         self.rejected: Counter = Counter()
+        self.errors: Counter = Counter()   # rl_exporter_source_errors_total, by kind
+        self._looks_like: Counter = Counter()  # formats detected in lines while no frame came
         self.last_frame_ts = float("nan")
         # The last frame applied, kept in the state file so a restart shows it at once.
         self.last: dict | None = self.saved.get("last")
@@ -98,12 +108,41 @@ class Source:
                 busy |= self._poll_doc(p)
             return busy
         files = self.saved.get("files", {})
-        for p in self.paths():
+        paths = self.paths()
+        for p in paths:
             t = self.tracks.get(p)
             if t is None:
                 t = self.tracks[p] = FileTrack(p, self.spec.format, files.get(p),
                                             self.sidecar.max_line_bytes)
             busy |= self._poll_file(t, now)
+        if self.is_glob and len(self.tracks) > len(paths):
+            busy |= self._retire(set(paths), now)
+        return busy
+
+    def _retire(self, listed: set, now: float) -> bool:
+        """Files of a glob that no longer match (deleted, renamed away): read what their
+        open descriptor still holds, then close them and drop their tracks, so deleted
+        logs neither hold a descriptor nor their disk space. One that vanished before it
+        could be opened is counted (file_unreadable)."""
+        busy = False
+        for p, t in list(self.tracks.items()):
+            if p in listed:
+                continue
+            f = t.follower
+            if f.fd is None:  # never opened: whatever it held was not read
+                if f.state == "waiting" and not f.bytes_read:
+                    self.errors["file_unreadable"] += 1
+                    self.sidecar._error("file_unreadable",
+                                        f"source {self.spec.name}: {p} was gone before it could "
+                                        "be read; counted in rl_exporter_source_errors_total"
+                                        "{kind=\"file_unreadable\"}")
+                del self.tracks[p]
+                continue
+            if self._poll_file(t, now):
+                busy = True
+            elif f.state == "deleted" and not f.lag and not t.open:
+                f.close()
+                del self.tracks[p]
         return busy
 
     def _poll_file(self, t: FileTrack, now: float) -> bool:
@@ -121,18 +160,42 @@ class Source:
                 self.lines += 1
                 frames = t.on_line(text, start, end)
                 self._apply(t, frames, t.resume if end else None)
+                if not self.frames and "no_frames" not in self.errors:
+                    self._no_frames_yet(text)
             elif kind == "eof":
                 self._apply(t, t.on_eof(), None)
                 self.sidecar.checkpoint_soon()
             elif kind == "start":
-                t.on_start(start)
+                t.on_start(start, text)
                 # The file's identity is on disk before its first frame is spooled: a crash
                 # after a spool write can then always resume past it (apply_spool_offsets).
                 self.sidecar.checkpoint()
             elif kind == "reset":
-                t.on_reset()
+                # the record left open by the old content; no resume offset (its bytes
+                # are gone), so the spool record is not a resume point either
+                self._apply(t, t.on_reset(text), None)
                 self.sidecar.checkpoint_soon()
         return True
+
+    def _no_frames_yet(self, text: str) -> None:
+        """Many lines, not one frame: say once that the format is likely wrong (with the
+        format the lines look like), and count it (errors{kind="no_frames"})."""
+        if self.spec.format != "auto" and sum(self._looks_like.values()) < 20:
+            fmt = detect_line(clean(text))
+            if fmt is not None and fmt != self.spec.format:
+                self._looks_like[fmt] += 1
+        # start-up noise (vLLM, NCCL) is not a wrong format: lines shaped like another
+        # format are, and so is a very long log without a single frame, ever
+        hinted = sum(self._looks_like.values()) >= 20 and self.lines >= _NO_FRAME_LINES
+        if not hinted and (self.lines < _NO_FRAME_ANY or self.last is not None):
+            return
+        self.errors["no_frames"] += 1
+        hint = ""
+        if self._looks_like:
+            hint = f"; they look like {self._looks_like.most_common(1)[0][0]} (or try auto)"
+        log.warning("source %s: %d lines read and not one %s record%s (counted in "
+                    "rl_exporter_source_errors_total{kind=\"no_frames\"}; logged once)",
+                    self.spec.name, self.lines, self.spec.format, hint)
 
     def _apply(self, t, frames, offset) -> None:
         if not frames:
@@ -147,8 +210,9 @@ class Source:
             if sc.spool_out is not None:
                 extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
                 if isinstance(t, FileTrack):
-                    extra.update(src=t.path, off=offset, gen=t.follower.gen)
-                sc.write_spool(fr, extra)
+                    # the file these lines came from, not the one the follower is on now
+                    extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
+                sc.write_spool(self, fr, extra)
             ex.log(fr.data, step=fr.step)
             self.frames += 1
             sc.backpressure(ex)
@@ -242,6 +306,38 @@ class Source:
                 st["offset"] = off
                 self.last = {k: rec.get(k) for k in ("framework", "step", "ts", "data")}
 
+    def resume_from_spool(self, offsets: dict) -> None:
+        """The state file was lost: rebuild each file's resume point from the last spool
+        record of it (its generation, inode and offset), so what the spool holds is not
+        read again. A file whose inode is no longer at its path is found rotated in its
+        directory, as after a normal restart; one that is gone is read from the start."""
+        files = self.saved.setdefault("files", {})
+        newest = None
+        for path, (gen, off, rec) in offsets.items():
+            if not (path == self.spec.pattern or
+                    (self.is_glob and fnmatch.fnmatchcase(path, self.spec.pattern))):
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            ino = rec.get("ino")
+            if not isinstance(ino, int):  # a spool written before records carried the inode
+                if st is None or st.st_size < off:
+                    continue
+                ino = st.st_ino
+            try:
+                dev = st.st_dev if st is not None and st.st_ino == ino else \
+                    os.stat(os.path.dirname(path) or ".").st_dev
+            except OSError:
+                continue
+            files[path] = {"file": {"dev": dev, "ino": ino, "offset": off, "fp_len": 0, "fp": "",
+                                    "gen": gen}, "format": self.spec.format}
+            if newest is None or (rec.get("ts") or 0) >= (newest.get("ts") or 0):
+                newest = rec
+        if newest is not None:
+            self.last = {k: newest.get(k) for k in ("framework", "step", "ts", "data")}
+
     def parser_rejections(self) -> Counter:
         c = Counter(self.rejected)
         for t in self.tracks.values():
@@ -287,22 +383,41 @@ class Sidecar:
                  poll_interval: float = 0.25, checkpoint_interval: float = 1.0,
                  idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
                  spool_out: str | None = None, ingest: dict | None = None,
-                 exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0):
+                 exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0,
+                 bind_retry_s: float = 15.0):
         self.run = run
         self.poll_interval = poll_interval
         self.checkpoint_interval = checkpoint_interval
         self.idle_flush = idle_flush
         self.max_line_bytes = max_line_bytes
         self.exporter_kwargs = exporter_kwargs or {}
+        self._said: dict = {}  # error kind -> (monotonic time last said, times not said since)
         self.state = StateFile(state_path) if state_path else None
         saved = self.state.load() if self.state else {}
+        lost = self.state.problem if self.state else None
         self.sources = [Source(s, self, saved.get(self._key(s))) for s in specs]
         self.spool_out = None
         if spool_out:
             offsets = _spool_tail(spool_out)
             for s in self.sources:
-                s.apply_spool_offsets(offsets)
-            self.spool_out = open(spool_out, "a", encoding="utf-8")
+                if lost:
+                    s.resume_from_spool(offsets)
+                else:
+                    s.apply_spool_offsets(offsets)
+            try:
+                self.spool_out = spool.SpoolFile(spool_out)
+            except OSError as e:
+                self.spool_out = None
+                self._error("spool_write", f"cannot open the spool {spool_out} ({e}): not "
+                            "spooling; frames are exported regardless")
+        if lost:
+            for s in self.sources:
+                s.errors["state_unreadable"] += 1
+            log.error("state file %s is %s: %s (counted in rl_exporter_source_errors_total"
+                      "{kind=\"state_unreadable\"})", self.state.path, lost,
+                      f"resuming each file after its last frame in the spool {spool_out}"
+                      if spool_out else "starting every source from scratch, so frames "
+                      "exported before the restart are read and exported again")
         self._spool_lock = threading.Lock()
         self.exporters: dict[tuple, object] = {}
         self._run_frameworks: dict[str, str] = {}
@@ -326,7 +441,9 @@ class Sidecar:
             s.restore_last()
         self.endpoint = None
         if port is not None:
-            self.endpoint = Endpoint(self.registry, addr, port, health=self.health)
+            # a restart in the same pod: the previous serve may still hold the port a moment
+            self.endpoint = Endpoint(self.registry, addr, port, health=self.health,
+                                     bind_retry_s=bind_retry_s)
             if ingest:
                 from .ingest import IngestApp, IngestSource
                 self.ingest_source = IngestSource(run, ingest.get("framework", "auto"))
@@ -383,10 +500,34 @@ class Sidecar:
         for ex in list(self.exporters.values()):
             yield from ex.self_metrics()
 
-    def write_spool(self, frame, extra: dict) -> None:
-        line = spool.encode(frame.step, frame.data, **extra)
-        with self._spool_lock:
-            self.spool_out.write(line + "\n")
+    def write_spool(self, source, frame, extra: dict) -> None:
+        """Append one frame to --spool-out; a line that cannot be written (full disk) is
+        counted (rl_exporter_source_errors_total{kind="spool_write"}), never raised: the
+        frame is exported regardless."""
+        try:
+            line = spool.encode(frame.step, frame.data, **extra)
+        except ValueError as e:
+            err = e
+        else:
+            with self._spool_lock:
+                err = self.spool_out.append(line)
+        if err is not None:
+            source.errors["spool_write"] += 1
+            self._error("spool_write", f"writing the spool {self.spool_out.path} failed ({err}); "
+                        "frames are still exported, each unwritten line is counted in "
+                        "rl_exporter_source_errors_total{kind=\"spool_write\"}")
+
+    def _error(self, kind: str, message: str) -> None:
+        """Say an error of this kind once, then at most every _SAY_AGAIN_S with how many
+        more there were (the counter has them all)."""
+        now = time.monotonic()
+        last, since = self._said.get(kind, (None, 0))
+        if last is None or now - last >= _SAY_AGAIN_S:
+            extra = f" ({since} more since it was last said)" if since else ""
+            log.error("rl-exporter serve: %s%s", message, extra)
+            self._said[kind] = (now, 0)
+        else:
+            self._said[kind] = (last, since + 1)
 
     # ------------------------------------------------------------ loop
     def checkpoint_soon(self) -> None:
@@ -435,16 +576,26 @@ class Sidecar:
         self._catchup = (t0, read0, now)
 
     def checkpoint(self) -> None:
+        """The spool made durable, then every file's resume point saved. Neither failure
+        stops anything: each is counted per source and said rarely."""
         if self.spool_out is not None:
             with self._spool_lock:
-                self.spool_out.flush()
-                os.fsync(self.spool_out.fileno())
+                err = self.spool_out.sync()
+            if err is not None:
+                for s in self.sources:
+                    s.errors["spool_sync"] += 1
+                self._error("spool_sync", f"cannot sync the spool {self.spool_out.path} ({err}); "
+                            "counted in rl_exporter_source_errors_total{kind=\"spool_sync\"}")
         if self.state is None:
             return
         try:
             self.state.save({self._key(s.spec): s.checkpoint() for s in self.sources})
-        except OSError as e:
-            log.error("cannot write state file %s: %s", self.state.path, e)
+        except (OSError, ValueError) as e:
+            for s in self.sources:
+                s.errors["state_write"] += 1
+            self._error("state_write", f"cannot write the state file {self.state.path} ({e}): a "
+                        "restart will re-read from the last saved point; counted in "
+                        "rl_exporter_source_errors_total{kind=\"state_write\"}")
 
     def run_forever(self) -> None:
         while not self._stop.is_set():
@@ -469,13 +620,14 @@ class Sidecar:
             for t in s.tracks.values():
                 t.follower.close()
         if self.spool_out is not None:
-            self.spool_out.close()
+            self.spool_out.close()  # errors returned, not raised: nothing is left to write
         if self.endpoint is not None:
             self.endpoint.stop()
 
     def health(self) -> dict:
         sources = [s.health() for s in self.all_sources()]
-        return {"status": "ok", "run": self.run, "sources": sources,
+        http = dict(self.endpoint.stats) if self.endpoint is not None else {}
+        return {"status": "ok", "run": self.run, "sources": sources, "http": http,
                 "exporters": [{"run": r, "framework": fw,
                                "frames_processed": ex.health()["frames_processed"]}
                               for (r, fw), ex in self.exporters.items()]}
@@ -501,11 +653,8 @@ def _spool_tail(path: str, window: int = 1 << 20) -> dict:
             log.warning("spool %s ended in a torn record: cut at byte %d", path, keep)
             data = data[:cut + 1] if cut >= 0 else b""
         for raw in data.split(b"\n"):
-            if not raw.startswith(b"{"):
-                continue
-            try:
-                rec = json.loads(raw)
-            except ValueError:
+            rec = spool.decode(raw)
+            if rec is None:
                 continue
             src, off = rec.get("src"), rec.get("off")
             if isinstance(src, str) and isinstance(off, int):

@@ -1,5 +1,6 @@
 """The sidecar's own per-source series (catalog group "sidecar"): lines, bytes, frames,
-rejected lines by reason, lag, last frame time, rotations, truncations, files by state."""
+rejected lines by reason, lag, last frame time, rotations, truncations, files by state,
+errors by kind."""
 from __future__ import annotations
 
 from collections import Counter
@@ -8,6 +9,10 @@ from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.samples import Sample
 
 from ..catalog import CATALOG, COUNTER
+
+# kinds always rendered (at 0) for file sources, so an alert sees the series from the start
+ERROR_KINDS = ("state_unreadable", "state_write", "spool_write", "spool_sync", "file_unreadable",
+               "no_frames")
 
 
 class SourceCollector:
@@ -51,4 +56,9 @@ class SourceCollector:
             if s.spec.format != "ingest":
                 for st in ("following", "waiting", "deleted"):
                     add("rl_exporter_source_files", dict(lab, state=st), states[st])
+            errors = Counter(s.errors)
+            errors["file_unreadable"] += sum(t.follower.unreadable for t in tracks)
+            kinds = set(errors) | (set(ERROR_KINDS) if s.spec.format != "ingest" else set())
+            for kind in sorted(kinds):
+                add("rl_exporter_source_errors_total", dict(lab, kind=kind), errors[kind])
         return list(fams.values())

@@ -32,6 +32,10 @@ class FileTrack:
         self.parser = make_parser(self.format) if self.format != "auto" else None
         self.asm = LineAssembler()
         self.resume = self.follower.saved["offset"] if self.follower.saved else 0
+        # generation and inode of the file the lines being applied come from (the
+        # follower may already be on a newer file): the spool's tags, see Source._apply
+        fs = self.follower.saved or {}
+        self.gen, self.ino = int(fs.get("gen", 0)), fs.get("ino")
         self.last_data = time.monotonic()
 
     @property
@@ -43,9 +47,12 @@ class FileTrack:
         return {"file": self.follower.checkpoint(self.resume), "format": self.format}
 
     # ------------------------------------------------------------ follower events
-    def on_start(self, offset: int) -> None:
-        """A file was (re)opened at offset: nothing before it is pending."""
+    def on_start(self, offset: int, ident: tuple | None = None) -> None:
+        """A file was (re)opened at offset: nothing before it is pending. ident: the
+        (generation, inode) its lines belong to."""
         self.resume = offset
+        if ident is not None:
+            self.gen, self.ino = ident
 
     def on_line(self, text: str, start: int, end: int) -> list:
         """A complete line [start, end). end == 0: a line of a file rotated away while we
@@ -84,12 +91,19 @@ class FileTrack:
         self.asm = LineAssembler()
         return frames
 
-    def on_reset(self) -> None:
-        """Truncated or rewritten in place: everything restarts at byte 0."""
+    def on_reset(self, ident: tuple | None = None) -> list:
+        """Truncated or rewritten in place: everything restarts at byte 0. The record
+        still open is complete as it is (its file ended, as at a rotation's eof): its
+        frames are returned before the new generation begins."""
+        frames = []
         if self.parser is not None:
+            frames = self.parser.flush()
             self.parser.reset()
+        if ident is not None:
+            self.gen, self.ino = ident
         self.asm = LineAssembler()
         self.resume = 0
+        return frames
 
 
 class DocTrack:

@@ -156,3 +156,26 @@ def test_state_file_is_atomic_and_tolerates_garbage(tmp_path):
     st.save({"a": {"offset": 3}})
     assert st.load() == {"a": {"offset": 3}}
     assert [x.name for x in tmp_path.iterdir()] == ["s.json"]
+
+
+def test_state_file_on_a_full_disk_keeps_the_last_good_state(tmp_path):
+    """A write that fails half-way (here: past RLIMIT_FSIZE, EFBIG, as a full disk fails
+    with ENOSPC) keeps the last good state and leaves no temp file behind."""
+    import resource
+    import signal
+
+    import pytest
+    p = tmp_path / "s.json"
+    st = StateFile(str(p))
+    st.save({"a": {"offset": 3}})
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+    try:
+        with pytest.raises(OSError):
+            st.save({"a": {"offset": 4, "pad": "x" * 10_000}})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+    assert st.load() == {"a": {"offset": 3}}
+    assert [x.name for x in tmp_path.iterdir()] == ["s.json"]

@@ -1,0 +1,173 @@
+"""rl-exporter's own JSONL spool: the format (version 1) and its one writer.
+
+One frame per line:
+
+    {"spool": 1, "ts": 1724312345.12, "run": "grpo-7b", "framework": "verl",
+     "step": 12, "data": {"actor/entropy": 0.52, "actor/pg_loss": "NaN", "x": null}}
+
+- `spool` (required) is the format version; `data` (required) maps raw trainer keys to
+  a number, a string, or null (absent this step);
+- non-finite numbers are the strings "NaN", "Infinity", "-Infinity" so every JSON
+  parser reads the file (bare NaN, as Python's json writes it, is accepted too);
+  any other string value is kept as a string (state-valued keys);
+- `step` (int, float or null), `ts` (Unix seconds), `run`, `framework` are optional;
+  `framework` is the vocabulary the keys belong to (default auto);
+- `rl-exporter serve --spool-out PATH` adds `src` (the file the frame came from), `off`
+  (byte offset in it after the frame's record, when that is a resume point), `gen` (the
+  file's generation: bumped at every truncation or new file at the path) and `ino` (its
+  inode): serve resumes from them exactly once after a crash, and after a lost state file.
+
+The hook writes it with `Exporter(spool=PATH)` (SpoolWriter, without src/off), the
+sidecar with SpoolFile; `rl-exporter parse` and `serve --source spool:PATH` read it back
+(exporter/logs/spool.py). This module imports no log parser: the hook loads it.
+
+Writing: each line is one write(2) on an O_APPEND descriptor, so it is in the file whole
+or not at all (a short write on a full disk is cut back off); a line that could not be
+written is reported to the caller, who counts it. Nothing here raises into a caller.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+VERSION = 1
+
+_DECODE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def encode_value(v):
+    if v.__class__ is float and v - v != 0.0:
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    return v
+
+
+def encode(frame_step, data: dict, **extra) -> str:
+    rec = {"spool": VERSION}
+    rec.update(extra)
+    rec["step"] = frame_step
+    rec["data"] = {k: encode_value(v) for k, v in data.items()}
+    return json.dumps(rec, separators=(",", ":"), allow_nan=False)
+
+
+def decode_data(data: dict) -> dict | None:
+    """A record's `data` as a frame ({key: float|int|str|None}), or None if it is not one."""
+    out = {}
+    for k, v in data.items():
+        if not isinstance(k, str):
+            return None
+        if v.__class__ is str:
+            v = _DECODE.get(v, v)
+        elif v is not None and not isinstance(v, (int, float)):
+            return None  # nested containers are not frames
+        out[k] = v
+    return out
+
+
+def decode(line) -> dict | None:
+    """One spool line as its record (a dict with `spool` == VERSION and a `data` object),
+    or None for anything else (another format's line, a torn or foreign record)."""
+    if isinstance(line, bytes):
+        if not line.lstrip().startswith(b"{"):
+            return None
+    elif not line.lstrip().startswith("{"):
+        return None
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict) or rec.get("spool") != VERSION or \
+            not isinstance(rec.get("data"), dict):
+        return None
+    return rec
+
+
+class SpoolFile:
+    """An open spool: append(line) puts it in the file whole, or returns the OSError."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # OSError: caller
+        try:
+            self.size = os.fstat(self.fd).st_size
+        except OSError:
+            self.size = 0
+
+    def append(self, line: str) -> OSError | None:
+        data = (line + "\n").encode()
+        try:
+            n = os.write(self.fd, data)
+            if n == len(data):
+                self.size += n
+                return None
+            err = OSError(28, f"short write ({n} of {len(data)} bytes)")
+        except (OSError, ValueError) as e:
+            err = e if isinstance(e, OSError) else OSError(9, str(e))
+        try:  # never leave a torn line for the next record to run into
+            os.ftruncate(self.fd, self.size)
+        except (OSError, ValueError):
+            pass
+        return err
+
+    def sync(self) -> OSError | None:
+        try:
+            os.fsync(self.fd)
+        except (OSError, ValueError) as e:
+            return e if isinstance(e, OSError) else OSError(9, str(e))
+        return None
+
+    def close(self) -> OSError | None:
+        if self.fd < 0:
+            return None
+        fd, self.fd = self.fd, -1
+        try:
+            os.close(fd)
+        except OSError as e:
+            return e
+        return None
+
+
+class SpoolWriter:
+    """The hook's spool (Exporter(spool=PATH)), written by the worker. A spool that cannot
+    be opened or written (read-only directory, full disk) costs the spool lines only, each
+    counted as rl_exporter_errors_total{kind="spool"}; the series are exported regardless."""
+
+    def __init__(self, path: str, run: str, framework: str, counts):
+        self.path, self.run, self.framework, self.counts = path, run, framework, counts
+        self.lines = 0
+        self._file = SpoolFile(path)  # OSError: caller counts
+
+    @classmethod
+    def open(cls, path: str, run: str, framework: str, counts):
+        """A writer, or None with the error counted and logged once."""
+        try:
+            return cls(path, run, framework, counts)
+        except OSError as e:
+            counts.error("spool", e, f"cannot write the spool {path} ({e}); not spooling")
+            return None
+
+    def write(self, frame: dict, step, ts: float, coerce) -> None:
+        data = {}
+        for k, v in frame.items():
+            if v is None or v.__class__ in (float, int, str):
+                data[str(k)] = v
+            else:
+                num = coerce.number(k, v, count=False)  # numpy, bool, resolved tensors
+                if num is not None:
+                    data[str(k)] = num
+        try:
+            err = self._file.append(encode(step, data, ts=round(ts, 3), run=self.run,
+                                           framework=self.framework))
+        except ValueError as e:  # not encodable
+            err = e
+        if err is None:
+            self.lines += 1
+        else:
+            self.counts.error("spool", err, f"writing the spool {self.path} failed ({err}); "
+                              "each unwritten line is counted in rl_exporter_errors_total"
+                              "{kind=\"spool\"}")
+
+    def close(self) -> None:
+        err = self._file.close()
+        if err is not None:
+            self.counts.error("spool", err)

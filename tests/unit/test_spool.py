@@ -1,0 +1,46 @@
+"""exporter/spool.py: the spool format and its one writer (the hook's and the sidecar's)."""
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from exporter import spool
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_round_trip_and_foreign_lines():
+    line = spool.encode(3, {"a": math.nan, "b": math.inf, "c": "on", "d": None}, run="r")
+    rec = spool.decode(line)
+    data = spool.decode_data(rec["data"])
+    assert rec["run"] == "r" and rec["step"] == 3 and math.isnan(data["a"])
+    assert data["b"] == math.inf and data["c"] == "on" and data["d"] is None
+    for bad in ("step:1 - a:2", '{"spool": 2, "data": {}}', '{"data": 1, "spool": 1}', "{torn",
+                "[" * 100_000, b'{"spool":1,"data":{}'):
+        assert spool.decode(bad) is None, bad[:20]
+
+
+def test_a_line_is_written_whole_or_not_at_all(tmp_path):
+    f = spool.SpoolFile(str(tmp_path / "s.jsonl"))
+    assert f.append('{"spool":1,"data":{}}') is None
+    f.close()
+    assert (tmp_path / "s.jsonl").read_text() == '{"spool":1,"data":{}}\n'
+    full = spool.SpoolFile("/dev/full")                 # ENOSPC on every write
+    err = full.append('{"spool":1,"data":{}}')
+    assert isinstance(err, OSError) and err.errno == 28
+    assert full.close() is None and full.close() is None  # idempotent, never raises
+
+
+def test_the_hook_loads_no_log_parser(tmp_path):
+    """The trainer imports exporter.spool (through the hook's spool writer): it must not
+    pull the log parsers in with it."""
+    code = ("import sys; from exporter import Exporter\n"
+            f"ex = Exporter(run='t', serve=False, gpu=False, handle_sigterm=False, "
+            f"spool={str(tmp_path / 's.jsonl')!r})\n"
+            "ex.log({'actor/entropy': 1.0}, step=1); ex.close()\n"
+            "print(sorted(m for m in sys.modules if m.startswith('exporter.logs')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True).stdout
+    assert out.strip() == "[]"
+    assert spool.decode((tmp_path / "s.jsonl").read_text())["step"] == 1
