@@ -9,7 +9,7 @@
 `log()` copies the frame and appends it to a bounded queue (the oldest frame is
 dropped and counted when full); the worker thread (worker.py) resolves keys
 through the catalog (cached per key), coerces values (coerce.py) and writes the
-store (store.py), and the spool (spool_writer.py) when asked. Nothing here raises
+store (store.py), and the spool (spool.py) when asked. Nothing here raises
 into the training loop: every loss is counted under a named reason in one registry
 (self_metrics.py) and logged once per kind.
 """
@@ -34,9 +34,9 @@ from .core.collector import StoreCollector
 from .core.endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint
 from .core.otel import Telemetry
 from .core.self_metrics import Counts
-from .spool_writer import SpoolWriter
+from .spool import SpoolWriter
 from .core.values import PLAIN_TYPES, prepare_values
-from .core.pipeline import Pipeline
+from .core.pipeline import Pipeline, env_rank, run_info
 
 log = logging.getLogger("rl_exporter")
 
@@ -113,7 +113,7 @@ def _fresh_locks(obj) -> None:
 _LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
 
 
-def _default_run() -> str:
+def default_run() -> str:
     return os.environ.get("RL_EXPORTER_RUN") or time.strftime("run-%Y%m%d-%H%M%S")
 
 
@@ -124,13 +124,6 @@ def _env_port() -> int:
     """RL_EXPORTER_PORT (like RL_EXPORTER_RUN) where the caller passed no port."""
     v = os.environ.get("RL_EXPORTER_PORT", "").strip()
     return int(v) if v.isdigit() else DEFAULT_PORT
-
-
-def _env_rank() -> int | None:
-    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return None
 
 
 class Exporter:
@@ -147,7 +140,7 @@ class Exporter:
                  poll_interval: float = 0.02,
                  gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
                  expert_series: bool | None = None, handle_sigterm: bool = True):
-        self.run = run or _default_run()
+        self.run = run or default_run()
         self.catalog = catalog
         # Per-expert MoE series (label `expert`: layers x experts of them) are opt-in: they
         # alone can exceed a rank's whole series budget (`rl-exporter catalog --budget`).
@@ -162,15 +155,13 @@ class Exporter:
                       ", ".join(catalog.vocabularies))
             framework = "auto"
         self.framework = framework
-        self.rank = _env_rank() if rank is None else rank
+        self.rank = env_rank() if rank is None else rank
         self.fallback_limit = fallback_limit
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
         spool_writer = SpoolWriter.open(spool, self.run, framework, self.counts) if spool else None
         self.pipeline = Pipeline(
             self.run, catalog=catalog, framework=framework, counts=self.counts,
-            info={"framework": framework, "algorithm": algorithm or "", "model": model or "",
-                  "host": host or socket.gethostname(),
-                  "rank": "" if self.rank is None else str(self.rank), "version": __version__},
+            info=run_info(framework, algorithm, model, host, self.rank),
             queue_size=queue_size, fallback_limit=fallback_limit, series_limit=series_limit,
             poll_interval=poll_interval, spool=spool_writer, expert_series=expert_series)
         self.store = self.pipeline.store
@@ -293,7 +284,7 @@ class Exporter:
                 timers.end_step()  # the window after the last log() is published too
             if getattr(self, "gpu_sampler", None) is not None:
                 self.gpu_sampler.stop()
-            self.pipeline.close(deadline, timeout)
+            self.pipeline.close(timeout, deadline)
             resolver = self._helpers.get("_rlx_device_resolver")
             if resolver is not None:
                 resolver.drain(max(0.0, deadline - time.monotonic()))
@@ -333,7 +324,7 @@ class Exporter:
 
     def self_metrics(self):
         """The rl_exporter_* series as (store, metric, labels, value): what a collector
-        rendering several exporters' stores (the sidecar) adds beside them."""
+        rendering several stores adds beside them."""
         return self.pipeline.self_metrics()
 
     def health(self) -> dict:

@@ -82,9 +82,9 @@ def _token(args) -> tuple[str | None, str | None]:
 
 
 def run(args) -> int:
-    from ..hook import _default_run
+    from ..hook import default_run
     from ..sidecar.sidecar import Sidecar, SourceSpec
-    run_label = args.run or _default_run()
+    run_label = args.run or default_run()
     if not args.source and not args.ingest:
         print("rl-exporter serve: give at least one --source FORMAT:PATH (or --ingest)",
               file=sys.stderr)

@@ -7,6 +7,8 @@ pipelines; what serves a store (the collector, the endpoint, the OTLP mirror) is
 from __future__ import annotations
 
 import collections
+import os
+import socket
 import threading
 import time
 
@@ -16,6 +18,23 @@ from .store import Store
 from .worker import Worker
 
 _FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
+
+
+def run_info(framework: str, algorithm: str | None = None, model: str | None = None,
+             host: str | None = None, rank: int | None = None) -> dict:
+    """The labels of rl_run_info: the run's identity, which never changes during it."""
+    from .. import __version__
+    return {"framework": framework, "algorithm": algorithm or "", "model": model or "",
+            "host": host or socket.gethostname(), "rank": "" if rank is None else str(rank),
+            "version": __version__}
+
+
+def env_rank() -> int | None:
+    """The process's rank from the launcher's environment (torchrun, Slurm, Open MPI)."""
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return None
 
 
 class Pipeline:
@@ -82,17 +101,18 @@ class Pipeline:
         return False
 
     # ------------------------------------------------------------ lifecycle
-    def close(self, deadline: float, timeout: float) -> None:
-        """Stop the worker by `deadline` (time.monotonic()), count what it could not process
-        as dropped{close_timeout}, close the spool."""
+    def close(self, timeout: float = 5.0, deadline: float | None = None) -> None:
+        """Stop the worker within `timeout` (or by `deadline`, time.monotonic()), count what it
+        could not process as dropped{close_timeout}, close the spool."""
+        if deadline is None:
+            deadline = time.monotonic() + timeout
         w = self.worker
-        w.coerce.deadline = deadline  # device copies wait no longer than close() does
+        # The worker (and device copies) stop a grace before the deadline: in the grace it
+        # counts the rest of its batch, so the count below is complete and close() still ends
+        # within `timeout`.
+        w.coerce.deadline = deadline - min(0.5, timeout / 10)
         w.stop.set()
         if w.thread.ident is not None:
-            # The worker gets the timeout less a grace in which it counts the rest of its
-            # batch once past the deadline; the whole of close() stays within `timeout`.
-            grace = min(0.5, timeout / 10)
-            w.thread.join(max(0.0, deadline - grace - time.monotonic()))
             w.thread.join(max(0.0, deadline - time.monotonic()))
         # Frames still queued are counted. close() may run from a signal handler that
         # interrupted log() while it held the queue lock: then the lock is never free here,

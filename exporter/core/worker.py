@@ -108,7 +108,7 @@ class Worker:
         self.fallback_limit = fallback_limit
         self.poll = poll
         self.frame_seconds = frame_seconds  # records the worker's time per frame
-        self.spool = spool                 # spool_writer.SpoolWriter or None
+        self.spool = spool                 # spool.SpoolWriter or None
         self.expert_series = expert_series  # per-expert MoE series are opt-in
         self.coerce = Coercer(counts)
         self.slots: dict = {}

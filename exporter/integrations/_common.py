@@ -86,8 +86,8 @@ def model_basename(path) -> str | None:
 
 def env_rank() -> int | None:
     """The process rank from the launcher's environment (RANK, SLURM_PROCID, ...), or None."""
-    from ..hook import _env_rank
-    return _env_rank()
+    from ..core.pipeline import env_rank
+    return env_rank()
 
 
 def exporter_kwargs(overrides: dict | None = None) -> dict:

@@ -1,6 +1,6 @@
 """Log sources for the sidecar: one parser module per trainer output format, format
 detection, the file follower (follow.py), the HTTP ingest app (ingest.py) and the
-sidecar that feeds all of them into exporters (sidecar.py). See docs/sidecar.md.
+sidecar that feeds all of them into pipelines (exporter/sidecar/). See docs/sidecar.md.
 
     from exporter.logs import make_parser, detect
     p = make_parser("verl_console")

@@ -191,7 +191,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
                 blocks.write(t, last_lines)
                 last_t = t
                 res.frames += 1
-                step = replay.exporter.store.get("rl_training_step")
+                step = replay.pipeline.store.get("rl_training_step")
                 if not res.step_values or res.step_values[-1] != step:
                     res.steps += 1
                 res.times.append(t)

@@ -1,39 +1,38 @@
-"""Frames -> the exporter path `serve` uses -> the store rendered as sample lines.
+"""Frames -> the pipeline `serve` uses -> the store rendered as sample lines.
 
-`serve` feeds each parsed frame to an `Exporter` (one per run and framework, private
-registry, no endpoint) and renders its store with `StoreCollector`; a scrape is that
-collector's output. Here the same exporter processes one frame at a time on this thread,
-stamped with the frame's time, and the same collector renders the store after each step,
-so names, labels and values are what a scrape of `serve` would have returned then.
+`serve` feeds each parsed frame to a Pipeline (one per run and framework) and renders its
+store with `StoreCollector`; a scrape is that collector's output. Here the same pipeline
+processes one frame at a time on this thread, stamped with the frame's time, and the same
+collector renders the store after each step, so names, labels and values are what a scrape
+of `serve` would have returned then.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry
-
+from ..core.collector import StoreCollector
+from ..core.pipeline import Pipeline, run_info
 from .openmetrics import series_text, value_text
 
 
 class Replay:
     def __init__(self, run: str, framework: str, *, algorithm: str | None = None,
                  model: str | None = None):
-        from ..hook import Exporter
-        # exactly what Sidecar.exporter_for builds
-        self.exporter = Exporter(run=run, framework=framework, serve=False,
-                                 registry=CollectorRegistry(auto_describe=False), gpu=False,
-                                 algorithm=algorithm, model=model, queue_size=4096)
+        # exactly what Sidecar.pipeline_for builds; frames are processed on this thread
+        self.pipeline = Pipeline(run, framework=framework, queue_size=4096,
+                                 info=run_info(framework, algorithm, model))
+        self.collector = StoreCollector(self.pipeline.store, extra=self.pipeline.self_metrics)
         self.framework = framework
         self._prefix: dict = {}
 
     def apply(self, data: dict, step, ts: float) -> None:
         """Process one frame now, on this thread, as the worker would have at `ts`: in order,
         without waiting for the worker thread per frame."""
-        self.exporter.process_now(data, step, ts)
+        self.pipeline.process_now(data, step, ts)
 
     def render(self) -> list[str]:
         """`name{labels} value` for every series, as the collector renders it now."""
         out = []
         prefix = self._prefix
-        for fam in self.exporter.collector.collect():
+        for fam in self.collector.collect():
             for s in fam.samples:
                 key = (s.name, tuple(s.labels.items()))
                 p = prefix.get(key)
@@ -47,4 +46,4 @@ class Replay:
         return len(self._prefix)
 
     def close(self) -> None:
-        self.exporter.close(timeout=1.0)
+        self.pipeline.close(timeout=1.0)

@@ -108,14 +108,14 @@ class IngestApp:
         except ValueError as e:
             src.rejected["invalid_frame"] += 1
             return _reply(start_response, "400 Bad Request", {"error": str(e)})
-        ex = self.sidecar.exporter_for(src.spec.run, src.framework, src)
-        if ex is None:
+        p = self.sidecar.pipeline_for(src.spec.run, src.framework, src)
+        if p is None:
             src.rejected["run_conflict"] += 1
             return _reply(start_response, "409 Conflict",
                           {"error": "run already exported with another framework"})
         for fr in frames:
-            ex.log(fr.data, step=fr.step)
-            self.sidecar.backpressure(ex)
+            p.log(fr.data, step=fr.step)
+            self.sidecar.backpressure(p)
         src.frames += len(frames)
         import time
         src.last_frame_ts = time.time()

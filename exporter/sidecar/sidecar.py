@@ -1,10 +1,10 @@
-"""The sidecar: follow sources, parse them, feed the frames into exporters.
+"""The sidecar: follow sources, parse them, feed the frames into pipelines.
 
-One Exporter per (run, framework), each with a private registry and no endpoint of
-its own; their stores are rendered by one StoreCollector on the sidecar's registry
-(so every family is emitted once), next to a SourceCollector for the per-source
-self-metrics (the rl_exporter_source_lines_total family and its siblings, labelled run and source). Frames go through Exporter.log()
-exactly as the hook's do, so the canonical series are identical.
+One Pipeline (exporter/core/pipeline.py: queue, worker, store) per (run, framework), the
+same pipeline the hook runs, so the canonical series are identical; their stores are
+rendered by one StoreCollector on the sidecar's registry (so every family is emitted once),
+next to a SourceCollector for the per-source self-metrics (the
+rl_exporter_source_lines_total family and its siblings, labelled run and source).
 
 No loss, no duplicates: every file's identity and the offset of the first byte not
 yet applied (never past the first line of a record still being assembled) are
@@ -31,6 +31,8 @@ from prometheus_client import CollectorRegistry
 from ..core.collector import StoreCollector
 from ..core.store import Store
 from ..core.endpoint import Endpoint
+from ..core.otel import Telemetry
+from ..core.pipeline import Pipeline, env_rank, run_info
 from .. import spool
 from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser
 from ..logs.base import clean
@@ -201,8 +203,8 @@ class Source:
         if not frames:
             return
         parser = t.parser if isinstance(t, FileTrack) else self.doc_parser
-        ex = self.sidecar.exporter_for(self.spec.run, parser.framework, self)
-        if ex is None:
+        p = self.sidecar.pipeline_for(self.spec.run, parser.framework, self)
+        if p is None:
             self.rejected["run_conflict"] += len(frames)
             return
         sc = self.sidecar
@@ -213,9 +215,9 @@ class Source:
                     # the file these lines came from, not the one the follower is on now
                     extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
                 sc.write_spool(self, fr, extra)
-            ex.log(fr.data, step=fr.step)
+            p.log(fr.data, step=fr.step)
             self.frames += 1
-            sc.backpressure(ex)
+            sc.backpressure(p)
         self.last_frame_ts = now = time.time()
         fr = frames[-1]
         self.last = {"framework": parser.framework, "step": fr.step, "ts": now,
@@ -236,10 +238,10 @@ class Source:
                         self.spec.name)
             self.last = None
             return
-        ex = self.sidecar.exporter_for(self.spec.run, fw, self) if data is not None else None
-        if ex is None:
+        p = self.sidecar.pipeline_for(self.spec.run, fw, self) if data is not None else None
+        if p is None:
             return
-        ex.restore(data, step, ts)
+        p.restore(data, step, ts)
         self.last_frame_ts = ts
         log.info("source %s: restored the last frame (step %s) from the state file",
                  self.spec.name, step)
@@ -419,11 +421,11 @@ class Sidecar:
                       if spool_out else "starting every source from scratch, so frames "
                       "exported before the restart are read and exported again")
         self._spool_lock = threading.Lock()
-        self.exporters: dict[tuple, object] = {}
+        self.pipelines: dict[tuple, Pipeline] = {}
         self._run_frameworks: dict[str, str] = {}
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
-        self.collector = StoreCollector(extra=self._exporter_self_metrics)
+        self.collector = StoreCollector(extra=self._pipeline_self_metrics)
         self.registry.register(self.collector)
         self.registry.register(SourceCollector(self))
         # GPUs are sampled once per sidecar from start-up, not once per source exporter.
@@ -464,41 +466,47 @@ class Sidecar:
     def url(self):
         return self.endpoint.url if self.endpoint else None
 
-    # ------------------------------------------------------------ exporters
-    def exporter_for(self, run: str, framework: str, source):
+    # ------------------------------------------------------------ pipelines
+    def pipeline_for(self, run: str, framework: str, source):
+        """The pipeline of (run, framework), made on first use: the same queue, worker and
+        store as the hook's, so a log's series are the ones the hook would export."""
         key = (run, framework)
-        ex = self.exporters.get(key)
-        if ex is not None:
-            return ex
+        p = self.pipelines.get(key)
+        if p is not None:
+            return p
         with self._lock:
-            ex = self.exporters.get(key)
-            if ex is not None:
-                return ex
+            p = self.pipelines.get(key)
+            if p is not None:
+                return p
             other = self._run_frameworks.get(run)
             if other is not None and other != framework:
                 log.error("source %s: run %r is already exported with framework %s; frames of "
                           "framework %s are dropped (give this source its own run: "
                           "--source FORMAT:PATH,run=NAME)", source.spec.name, run, other, framework)
                 return None
-            from ..hook import Exporter
-            kw = dict(self.exporter_kwargs)
-            ex = Exporter(run=run, framework=framework, serve=False,
-                          registry=CollectorRegistry(auto_describe=False),
-                          queue_size=kw.pop("queue_size", 4096), gpu=False, **kw)
-            self.collector.add_store(ex.store)
+            kw = self.exporter_kwargs
+            p = Pipeline(run, framework=framework, queue_size=kw.get("queue_size", 4096),
+                         info=run_info(framework, kw.get("algorithm"), kw.get("model"),
+                                       rank=env_rank()))
+            p.start()
+            if kw.get("otlp_endpoint"):
+                p.telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": run},
+                                        otlp_endpoint=kw["otlp_endpoint"], on_error=p.counts.error)
+                p.telemetry.mirror(p.store, p.self_metrics)
+            self.collector.add_store(p.store)
             self._run_frameworks[run] = framework
-            self.exporters[key] = ex
-            return ex
+            self.pipelines[key] = p
+            return p
 
-    def backpressure(self, ex) -> None:
-        self._pending_bp[id(ex)] += 1
-        if self._pending_bp[id(ex)] >= _BACKPRESSURE_EVERY:
-            self._pending_bp[id(ex)] = 0
-            ex.flush(timeout=30.0)  # never let the bounded queue drop a backlog's frames
+    def backpressure(self, p) -> None:
+        self._pending_bp[id(p)] += 1
+        if self._pending_bp[id(p)] >= _BACKPRESSURE_EVERY:
+            self._pending_bp[id(p)] = 0
+            p.flush(timeout=30.0)  # never let the bounded queue drop a backlog's frames
 
-    def _exporter_self_metrics(self):
-        for ex in list(self.exporters.values()):
-            yield from ex.self_metrics()
+    def _pipeline_self_metrics(self):
+        for p in list(self.pipelines.values()):
+            yield from p.self_metrics()
 
     def write_spool(self, source, frame, extra: dict) -> None:
         """Append one frame to --spool-out; a line that cannot be written (full disk) is
@@ -611,11 +619,14 @@ class Sidecar:
         self._stop.set()
         if self.gpu_sampler is not None:
             self.gpu_sampler.stop()
-        for ex in self.exporters.values():
-            ex.flush()
+        for p in self.pipelines.values():
+            p.flush()
         self.checkpoint()
-        for ex in self.exporters.values():
-            ex.close()
+        deadline = time.monotonic() + 5.0
+        for p in self.pipelines.values():
+            p.close(deadline=deadline)
+            if getattr(p, "telemetry", None) is not None:
+                p.telemetry.close(deadline)
         for s in self.sources:
             for t in s.tracks.values():
                 t.follower.close()
@@ -628,9 +639,8 @@ class Sidecar:
         sources = [s.health() for s in self.all_sources()]
         http = dict(self.endpoint.stats) if self.endpoint is not None else {}
         return {"status": "ok", "run": self.run, "sources": sources, "http": http,
-                "exporters": [{"run": r, "framework": fw,
-                               "frames_processed": ex.health()["frames_processed"]}
-                              for (r, fw), ex in self.exporters.items()]}
+                "pipelines": [{"run": r, "framework": fw, "frames_processed": p.counts.processed}
+                              for (r, fw), p in self.pipelines.items()]}
 
 
 def _spool_tail(path: str, window: int = 1 << 20) -> dict:

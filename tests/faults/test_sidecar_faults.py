@@ -50,7 +50,7 @@ def drain(sc: Sidecar, polls: int = 400) -> None:
 def crash(sc: Sidecar) -> None:
     """kill -9 right after a checkpoint: the state and spool are on disk, nothing more."""
     sc.checkpoint()
-    for ex in sc.exporters.values():
+    for ex in sc.pipelines.values():
         ex.close()
     for s in sc.sources:
         for t in s.tracks.values():
@@ -196,7 +196,7 @@ def test_truncation_right_after_the_last_line_keeps_its_record(tmp_path):
 
 
 def exported(sc: Sidecar) -> dict:
-    ex = next(iter(sc.exporters.values()))
+    ex = next(iter(sc.pipelines.values()))
     ex.flush()
     return ex.stats()
 

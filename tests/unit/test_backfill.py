@@ -41,7 +41,7 @@ def test_replay_renders_exactly_the_series_serve_exports(tmp_path):
         for src in sc.sources:  # end of input: close the open record, as serve --exit-when-idle
             for t in src.tracks.values():
                 src._apply(t, t.parser.flush(), t.follower.offset)
-        for ex in sc.exporters.values():
+        for ex in sc.pipelines.values():
             ex.flush()
         text = generate_latest(sc.registry).decode()
     finally:

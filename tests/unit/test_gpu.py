@@ -361,10 +361,10 @@ def test_serve_samples_gpus_once_from_start(monkeypatch, tmp_path):
                                              "task": "general"}) is None:
             time.sleep(0.02)
         while time.monotonic() < deadline + 5 and not any(
-                ex.stats()["frames_processed"] for ex in sc.exporters.values()):
+                ex.stats()["frames_processed"] for ex in sc.pipelines.values()):
             sc.poll_once()
             time.sleep(0.05)
-        for ex in sc.exporters.values():
+        for ex in sc.pipelines.values():
             ex.flush()
         text = generate_latest(sc.registry).decode()
     finally:
