@@ -90,11 +90,14 @@ def _is_signal(name: str) -> bool:
     return m is not None and m.kind == GAUGE
 
 
-def read_run(path: str, *, fmt: str = "auto", run: str | None = None) -> RunSeries:
-    """A log or spool -> RunSeries, through the reading path doctor uses."""
-    fmt = logs.sniff(path, fmt)
+def read_run(paths, *, fmt: str = "auto", run: str | None = None) -> RunSeries:
+    """A log or spool (or several logs of one run, in order) -> RunSeries, through the
+    reading path doctor uses."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    path = paths[0]
+    fmts = [logs.sniff(p, fmt) for p in paths]
     only = None
-    if fmt == "spool":
+    if fmts[0] == "spool":
         runs = logs.spool_runs(path)
         if len(runs) > 1:
             if run not in runs:
@@ -104,11 +107,12 @@ def read_run(path: str, *, fmt: str = "auto", run: str | None = None) -> RunSeri
         run = run or (runs[0] if runs else None)
     name = run or os.path.basename(path).split(".", 1)[0]
     out = RunSeries(name=name, source=path)
-    st = logs.LogStats(path)
     replay = None
     signal: dict = {}
+    frames = (x for p, f in zip(paths, fmts)
+              for x in logs.frames(p, f, logs.LogStats(p), only_run=only))
     try:
-        for fr, ts, fw in logs.frames(path, fmt, st, only_run=only):
+        for fr, ts, fw in frames:
             if replay is None:
                 replay = Replay(name, fw)
                 out.framework = fw
@@ -323,3 +327,72 @@ def band_at(doc: dict, key: str, x: float):
         if a <= x < b or (x == b == 1.0):
             return lo, hi
     return None
+
+
+# ------------------------------------------------------------------ from a Prometheus
+def read_prometheus(url: str, run: str, *, lookback: str = "30d", at: float | None = None,
+                    step: float | None = None) -> RunSeries:
+    """A run as the Prometheus that scraped it (or a backfill) holds it: its step samples
+    from a range selector, then every rl_/hw_ series of the run through query_range on a
+    grid as fine as its fastest step, each value kept at the step the run was at then."""
+    from . import evaluate, tools
+
+    class _Remote(tools.Prometheus):  # the API client only: no server of ours
+        def __init__(self, base: str):
+            self.url = base.rstrip("/")
+            self.proc = None
+
+    prom = _Remote(url)
+    sel = f'{{run="{_escape(run)}"}}'
+    params = {"query": f"rl_training_step{sel}[{lookback}]"}
+    if at is not None:
+        params["time"] = f"{at:.3f}"
+    try:
+        data = prom.api("/api/v1/query", params)
+    except (tools.ToolFailed, OSError) as e:
+        raise BaselineError(f"{url}: {e}") from e
+    samples = sorted((float(t), float(v)) for s in data.get("result", []) for t, v in s["values"])
+    if not samples:
+        raise BaselineError(f"{url}: no rl_training_step for run {run!r} in the last {lookback}")
+    changes = [t for (t, v), (_, pv) in zip(samples[1:], samples) if v != pv]
+    gaps = [b - a for a, b in zip(changes, changes[1:]) if b > a]
+    grid = step or max(1.0, min(gaps + [samples[1][0] - samples[0][0] if len(samples) > 1
+                                        else 60.0]))
+    start, end = samples[0][0], samples[-1][0]
+    expr = f'{{run="{_escape(run)}",__name__=~"rl_.+|hw_.+"}}'
+    try:
+        got = evaluate.query_range(prom, expr, start, end, grid)
+    except (tools.ToolFailed, OSError) as e:
+        raise BaselineError(f"{url}: {e}") from e
+    out = RunSeries(name=run, source=f"{url} run={run}")
+    step_at: dict = {}
+    for key, points in got.items():
+        if dict(key).get("__name__") == "rl_training_step":
+            step_at.update(points)
+    for key, points in got.items():
+        labels = dict(key)
+        name = labels.pop("__name__", "")
+        labels.pop("run", None)
+        for k in ("job", "instance"):
+            labels.pop(k, None)
+        if name == "rl_run_info":
+            out.framework = labels.get("framework") or out.framework
+            out.identity = {k: v for k, v in labels.items()
+                            if k in ("framework", "algorithm", "model") and v}
+            continue
+        if name == "rl_config_value" and "parameter" in labels:
+            out.config[labels["parameter"]] = points[-1][1]
+            continue
+        if not _is_signal(name):
+            continue
+        col = out.values.setdefault(series_key(name, labels), {})
+        for t, v in points:
+            s = step_at.get(t)
+            if s is not None:
+                col[s] = v
+    out.steps = sorted({s for v in out.values.values() for s in v})
+    return out
+
+
+def _escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')
