@@ -27,7 +27,7 @@ VERSION = 1
 NOT_SIGNALS = frozenset({"rl_training_step", "rl_training_step_timestamp_seconds", "rl_epoch",
                          "rl_run_info", "rl_config_value", "rl_unmapped_value"})
 # The signals the runbooks read first: leave-one-out holds a healthy run inside these.
-KEY_METRICS = ("rl_score", "rl_reward", "rl_entropy", "rl_response_length_tokens",
+KEY_METRICS = ("rl_score", "rl_reward", "rl_entropy", "rl_entropy_loss", "rl_response_length_tokens",
                "rl_policy_clip_ratio", "rl_grad_norm", "rl_reference_kl", "rl_policy_kl",
                "rl_policy_loss", "rl_response_truncated_ratio")
 
@@ -358,7 +358,8 @@ def read_prometheus(url: str, run: str, *, lookback: str = "30d", at: float | No
     gaps = [b - a for a, b in zip(changes, changes[1:]) if b > a]
     grid = step or max(1.0, min(gaps + [samples[1][0] - samples[0][0] if len(samples) > 1
                                         else 60.0]))
-    start, end = samples[0][0], samples[-1][0]
+    # one grid point past the last sample: the run's last values (within the 5 min lookback)
+    start, end = samples[0][0], samples[-1][0] + grid
     expr = f'{{run="{_escape(run)}",__name__=~"rl_.+|hw_.+"}}'
     try:
         got = evaluate.query_range(prom, expr, start, end, grid)
