@@ -20,6 +20,7 @@ from .rules import CONFIG, _fmt, _ladder, _values, duration
 ALERT = "RLOutsideBaseline"
 FOR_SECONDS = 60  # as the other step-windowed warnings
 _STEP = 'max by (run) (rl_training_step{{split=""}})'
+DOC_URL = "https://github.com/rl-exporter/rl-exporter/blob/main/docs/baselines.md"
 _TOTAL = 'max by (run) (rl_config_value{{parameter="total_training_steps"}})'
 
 
@@ -93,6 +94,7 @@ def render(doc: dict, time_scale: float = 1.0) -> dict:
             "description": ("Run {{ $labels.run }}: {{ $labels.series }} has been outside the "
                             "baseline {{ $labels.baseline }} band on every step of the last "
                             f"{CONFIG['recent_min_steps']} or more."),
+            "runbook_url": DOC_URL,
         },
     })
     return {"groups": [{"name": f"rl-exporter-baseline-{doc['recipe']}", "rules": rules}]}

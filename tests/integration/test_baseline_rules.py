@@ -56,7 +56,8 @@ def test_promtool_outside_baseline_fires_after_the_step_persistence(tmp_path):
              "exp_annotations": {
                  "summary": "A metric left the band its recipe's healthy runs stay in.",
                  "description": "Run a: rl_entropy has been outside the baseline tiny-grpo band on "
-                                "every step of the last 5 or more."}}
+                                "every step of the last 5 or more.",
+                 "runbook_url": "https://github.com/rl-exporter/rl-exporter/blob/main/docs/baselines.md"}}
     test = {
         "rule_files": [str(shipped.RULES_FILE), str(rules)],
         "evaluation_interval": "30s",
