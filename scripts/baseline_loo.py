@@ -34,13 +34,18 @@ def recipes(corpus: str) -> list[dict]:
          "healthy": [os.path.join(TRL, "healthy.spool"), os.path.join(BASE, "healthy_seed1.spool"),
                      os.path.join(BASE, "healthy_seed2.spool")],
          "failed": [os.path.join(TRL, f"{n}.spool") for n in
-                    ("lr_x1000", "entropy_collapse", "constant_reward", "truncation")]},
+                    ("lr_x1000", "entropy_collapse", "constant_reward", "truncation")],
+         # the metric each pathology is about
+         "watch": {"lr_x1000": "rl_reference_kl", "entropy_collapse": "rl_entropy",
+                   "constant_reward": "rl_grad_norm", "truncation": "rl_response_truncated_ratio"}},
         {"recipe": "veRL PPO Qwen2.5-0.5B gsm8k (eric-haibin-lin/verl-data)", "doctor": [],
-         "healthy": [c(QWEN + "resp512.log"), c(QWEN + "resp256.log")], "failed": []},
+         "healthy": [c(QWEN + "resp512.log"), c(QWEN + "resp256.log")], "failed": [], "watch": {}},
         {"recipe": "veRL on-policy distillation (jianghoucheng/Agent_On_Policy_Distillation)",
          "doctor": [], "healthy": [c(OPD + "ry3hgbx5.log")],
          "failed": [c(OPD + n + ".log") for n in ("gjvwlq13_collapse", "yeu8r64c", "do7bl4gg",
-                                                   "i80f2v90_collapse")]},
+                                                   "i80f2v90_collapse")],
+         "watch": {"gjvwlq13_collapse": "rl_grad_norm", "yeu8r64c": "rl_response_length_tokens",
+                   "do7bl4gg": "rl_response_truncated_ratio", "i80f2v90_collapse": "rl_entropy"}},
     ]
 
 
@@ -56,7 +61,14 @@ def first(findings) -> str:
     return f"{f['metric']}{'{' + lab + '}' if lab else ''} @ {f['step']}"
 
 
-def doctor_first(path: str, extra: list) -> str:
+def watched(findings, metric: str | None) -> str:
+    if metric is None:
+        return "-"
+    hits = [f for f in findings if f["metric"] == metric and not f["labels"]]
+    return f"{metric} @ {hits[0]['step']}" if hits else f"{metric} inside"
+
+
+def doctor_alerts(path: str, extra: list) -> str:
     p = subprocess.run([sys.executable, "-m", "exporter.cli", "doctor", path, "--json", *extra],
                        capture_output=True, text=True, cwd=REPO, timeout=900,
                        env=dict(os.environ, PYTHONPATH=REPO))
@@ -64,7 +76,10 @@ def doctor_first(path: str, extra: list) -> str:
     fired = [r for r in rows if r.get("alert")]
     if p.returncode:
         return f"doctor failed: {p.stderr.strip()[-200:]}"
-    return f"{fired[0]['alert']} @ {fired[0]['step']}" if fired else "none fired"
+    seen: dict = {}
+    for f in fired:
+        seen.setdefault(f["alert"], f["step"])
+    return ", ".join(f"{a} @ {s}" for a, s in seen.items()) if seen else "none fired"
 
 
 def main(argv=None) -> int:
@@ -84,25 +99,30 @@ def main(argv=None) -> int:
             f = dv.deviations(doc, h)
             rows.append({"recipe": r["recipe"], "run": h.name, "label": "healthy (held out)",
                          "learned_from": len(others), "key_first": first(key(f)),
-                         "any_first": first(f), "doctor": "-", "banded": len(doc["bands"])})
+                         "any_first": first(f), "watch": "-", "doctor": "-",
+                         "banded": len(doc["bands"])})
         doc = bl.learn(healthy)
         for p in r["failed"]:
             if p not in runs:
                 continue
             f = dv.deviations(doc, runs[p])
+            short = os.path.basename(p).split(".")[0]
+            pathology = next((m for n, m in r["watch"].items() if short.endswith(n)), None)
             rows.append({"recipe": r["recipe"], "run": runs[p].name, "label": "failed",
                          "learned_from": len(healthy), "key_first": first(key(f)),
-                         "any_first": first(f), "doctor": doctor_first(p, r["doctor"]),
+                         "any_first": first(f), "watch": watched(f, pathology),
+                         "doctor": doctor_alerts(p, r["doctor"]),
                          "banded": len(doc["bands"])})
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
     print("| recipe | run | label | healthy runs learned from | first key metric out @ step "
-          "| first series out @ step | fixed-rule doctor: first alert @ step |")
-    print("|---|---|---|---|---|---|---|")
+          "| first series out @ step | the pathology's metric out @ step "
+          "| fixed-rule doctor alerts @ first step |")
+    print("|---|---|---|---|---|---|---|---|")
     for x in rows:
         print(f"| {x['recipe']} | {x['run']} | {x['label']} | {x['learned_from']} | "
-              f"{x['key_first']} | {x['any_first']} | {x['doctor']} |")
+              f"{x['key_first']} | {x['any_first']} | {x['watch']} | {x['doctor']} |")
     return 0
 
 
