@@ -76,10 +76,11 @@ def render(doc: dict, time_scale: float = 1.0) -> dict:
                           "expr": _fmt(_bound(doc, windows, i), vals), "labels": dict(labels)})
         x = f"max by (run) ({series_selector(doc, key)})"
         band = f'{{{{series="{_q(key)}", baseline="{_q(doc["recipe"])}"}}}}'
-        rules.append({"record": "run:rl_baseline_outside:bool", "labels": dict(labels), "expr": _fmt(
-            f"({x} < bool on (run) run:rl_baseline_band:lower{band})\n"
-            f"+ ({x} > bool on (run) run:rl_baseline_band:upper{band})\n"
-            f"+ ({x} != bool {x})", vals)})
+        outside = (f"({x} < bool on (run) run:rl_baseline_band:lower{band})\n"
+                   f"+ ({x} > bool on (run) run:rl_baseline_band:upper{band})\n"
+                   f"+ ({x} != bool {x})")
+        rules.append({"record": "run:rl_baseline_outside:bool", "labels": dict(labels),
+                      "expr": _fmt(outside, vals)})
     if not rules:
         return {"groups": []}
     held = _ladder("min by (run, metric, series, baseline) "

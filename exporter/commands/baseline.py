@@ -21,7 +21,8 @@ def add_arguments(p):
     p.add_argument("--lookback", default="30d",
                    help="with --prometheus: how far back the run's samples go (default 30d)")
     p.add_argument("--format", default="auto", help="log format (default: detect)")
-    p.add_argument("--recipe", default=None, help="a name for the recipe (default: the first run's)")
+    p.add_argument("--recipe", default=None,
+                   help="a name for the recipe (default: the first run's)")
     p.add_argument("--by", default="step", choices=("step", "fraction"),
                    help="windows of steps (default) or of the fraction of each run's steps")
     p.add_argument("--windows", type=int, default=10, help="windows over the run (default 10)")

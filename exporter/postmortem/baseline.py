@@ -19,17 +19,15 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from . import logs
-from .replay import Replay
-
 VERSION = 1
 # Series that are progress, identity or our own bookkeeping, not the trainer's signals.
 NOT_SIGNALS = frozenset({"rl_training_step", "rl_training_step_timestamp_seconds", "rl_epoch",
                          "rl_run_info", "rl_config_value", "rl_unmapped_value"})
 # The signals the runbooks read first: leave-one-out holds a healthy run inside these.
-KEY_METRICS = ("rl_score", "rl_reward", "rl_entropy", "rl_entropy_loss", "rl_response_length_tokens",
-               "rl_policy_clip_ratio", "rl_grad_norm", "rl_reference_kl", "rl_policy_kl",
-               "rl_policy_loss", "rl_response_truncated_ratio")
+# (rl_entropy_loss: the entropy in veRL's v0.1-era console, actor/entropy_loss)
+KEY_METRICS = ("rl_score", "rl_reward", "rl_entropy", "rl_entropy_loss",
+               "rl_response_length_tokens", "rl_policy_clip_ratio", "rl_grad_norm",
+               "rl_reference_kl", "rl_policy_kl", "rl_policy_loss", "rl_response_truncated_ratio")
 
 
 # Catalog groups banded by default: what the trainer learns. Timings, throughput, memory and
@@ -93,6 +91,8 @@ def _is_signal(name: str) -> bool:
 def read_run(paths, *, fmt: str = "auto", run: str | None = None) -> RunSeries:
     """A log or spool (or several logs of one run, in order) -> RunSeries, through the
     reading path doctor uses."""
+    from . import logs  # here, not at import: `rl-exporter --help` stays light
+    from .replay import Replay
     paths = [paths] if isinstance(paths, str) else list(paths)
     path = paths[0]
     fmts = [logs.sniff(p, fmt) for p in paths]
