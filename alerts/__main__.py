@@ -21,6 +21,7 @@ from pathlib import Path
 from . import check as _check
 from .rules import OverrideError, render, yaml_text
 from exporter import rules as shipped
+from exporter.postmortem.baseline import BaselineError
 
 HERE = Path(__file__).resolve().parent
 RULES_FILE = shipped.RULES_FILE
@@ -52,6 +53,9 @@ def main(argv=None) -> int:
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="multiply every window, for: and time threshold (tests)")
     p.add_argument("--out", help="write here instead of the committed file ('-' = stdout)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="render: the bands of an `rl-exporter baseline` file as a second rule "
+                        "file (RLOutsideBaseline), to --out or stdout; the shipped rules stay")
     a = p.parse_args(argv)
     if a.check or a.command == "check":
         problems = _check.run_checks()
@@ -100,10 +104,15 @@ def main(argv=None) -> int:
                 for c in cadence.CADENCES:
                     cadence.cadence_file(c).write_text(cadence.render_cadence(c))
                     print(f"wrote {cadence.cadence_file(c)}")
+        elif a.baseline:
+            from . import baseline
+            from exporter.postmortem.baseline import load
+            text = yaml_text(baseline.render(load(a.baseline), a.time_scale))
+            target = a.out or "-"
         else:
             text = yaml_text(render(load_overrides(a.overrides), a.time_scale))
             target = a.out or str(RULES_FILE)
-    except (OverrideError, ValueError, KeyError) as e:
+    except (OverrideError, ValueError, KeyError, BaselineError) as e:
         print(f"python -m alerts: {e}", file=sys.stderr)
         return 2
     if target == "-":

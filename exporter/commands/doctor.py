@@ -28,6 +28,8 @@ def add_arguments(p):
                         "(default 60, Prometheus's)")
     p.add_argument("--keep", default=None, metavar="DIR",
                    help="keep the TSDB and Prometheus log in DIR (default: a removed temp dir)")
+    from ..postmortem import deviation
+    deviation.add_doctor_arguments(p)
 
 
 def run(args) -> int:
@@ -36,7 +38,11 @@ def run(args) -> int:
     from ..postmortem.logs import LogError
     from ..postmortem.rules import RulesError
     from ..postmortem.tools import ToolFailed, ToolMissing, stop_cleanly_on_sigterm
+    from ..postmortem import deviation
     stop_cleanly_on_sigterm()
+    against = deviation.for_doctor(args)  # --baseline / --compare, read before the long part
+    if against is deviation.FAILED:
+        return 1
     try:
         out = doctor(args.logs, run=args.run, fmt=args.format, rules=args.rules,
                      runbook_path=args.runbook, html=bool(args.html),
@@ -55,6 +61,7 @@ def run(args) -> int:
         sys.stdout.write(report.json_lines(res, ev))
     else:
         sys.stdout.write(report.text(res, ev))
+    deviation.print_findings(against, args, sys.stdout)
     if args.html:
         doc = report.html_report(res, ev, out.images, out.runbook)
         with open(args.html, "w", encoding="utf-8") as f:

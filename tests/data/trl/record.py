@@ -129,7 +129,7 @@ RUNS = {
 }
 
 
-def record(name: str, model_dir: str, tok, steps: int, out_dir: str) -> dict:
+def record(name: str, model_dir: str, tok, steps: int, out_dir: str, seed: int = 0) -> dict:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -137,7 +137,8 @@ def record(name: str, model_dir: str, tok, steps: int, out_dir: str) -> dict:
 
     spec = dict(RUNS[name])
     reward = spec.pop("reward")
-    spool = os.path.join(out_dir, f"{name}.spool")
+    label = name if seed == 0 else f"{name}_seed{seed}"  # another sampling seed, same setup
+    spool = os.path.join(out_dir, f"{label}.spool")
     if os.path.exists(spool):
         os.remove(spool)
     ds = Dataset.from_dict({"prompt": PROMPTS * 8})
@@ -145,9 +146,9 @@ def record(name: str, model_dir: str, tok, steps: int, out_dir: str) -> dict:
         output_dir=os.path.join(model_dir, f"out-{name}"), per_device_train_batch_size=32,
         num_generations=4, max_completion_length=spec.pop("max_completion_length", 12),
         logging_steps=1, max_steps=steps, report_to="none", use_vllm=False, save_strategy="no",
-        disable_tqdm=True, use_cpu=True, seed=0, lr_scheduler_type="constant", warmup_steps=0,
+        disable_tqdm=True, use_cpu=True, seed=seed, lr_scheduler_type="constant", warmup_steps=0,
         **spec)
-    cb = RLExporterCallback(run=f"trl-{name}", port=None, spool=spool)
+    cb = RLExporterCallback(run=f"trl-{label}", port=None, spool=spool)
     trainer = GRPOTrainer(model=model_dir, reward_funcs=reward, args=args, train_dataset=ds,
                           processing_class=tok, callbacks=[cb])
     t0 = time.time()
@@ -155,12 +156,12 @@ def record(name: str, model_dir: str, tok, steps: int, out_dir: str) -> dict:
     wall = time.time() - t0
     import torch
     import trl
-    meta = {"run": f"trl-{name}", "steps": steps, "wall_s": round(wall, 1),
+    meta = {"run": f"trl-{label}", "steps": steps, "seed": seed, "wall_s": round(wall, 1),
             "trl": trl.__version__, "torch": torch.__version__,
             "reward": reward.__name__, "settings": {k: v for k, v in spec.items()},
             "max_completion_length": args.max_completion_length,
             "rl_config_value": config_values(args)}
-    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+    with open(os.path.join(out_dir, f"{label}.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     return meta
 
@@ -170,6 +171,8 @@ def main(argv=None) -> int:
     p.add_argument("runs", nargs="*", help=f"some of {', '.join(RUNS)} (default: all)")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--out", default=HERE)
+    p.add_argument("--seed", type=int, default=0,
+                   help="the trainer's sampling seed (the model is the same); files get _seed<N>")
     a = p.parse_args(argv)
     unknown = sorted(set(a.runs) - set(RUNS))
     if unknown:
@@ -180,7 +183,7 @@ def main(argv=None) -> int:
         tok, loss = build_model(d)
         print(f"pre-trained tiny model: final LM loss {loss:.3f}", flush=True)
         for name in a.runs or list(RUNS):
-            meta = record(name, d, tok, a.steps, a.out)
+            meta = record(name, d, tok, a.steps, a.out, a.seed)
             print(f"{name}: {meta['steps']} steps in {meta['wall_s']} s", flush=True)
     return 0
 

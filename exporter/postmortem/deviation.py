@@ -1,0 +1,143 @@
+"""A run against a baseline: per metric, the first step from which it stays outside its band
+for `persist` consecutive steps (the live rules' recent_min_steps), ordered by that step: the
+run's own "check first, then next" timeline."""
+from __future__ import annotations
+
+import math
+
+from . import baseline as bl
+
+PERSIST_STEPS = 5  # alerts/rules.py CONFIG["recent_min_steps"]: the live rule's step count
+
+
+def _label_text(labels: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def deviations(doc: dict, run: bl.RunSeries, persist: int = PERSIST_STEPS,
+               metrics=None) -> list[dict]:
+    """Findings {"alert": "RLOutsideBaseline", severity, metric, labels, step, band, value,
+    steps_outside, summary, next}, ordered by first step. `metrics`: only these names."""
+    by = doc["method"]["by"]
+    pos = bl._progress(run, by) if run.steps else None
+    out = []
+    for key in doc["bands"]:
+        name, labels = bl.parse_key(key)
+        if metrics is not None and name not in metrics:
+            continue
+        streak: list = []
+        found = None
+        for step, v in run.series(key):
+            band = bl.band_at(doc, key, pos(step))
+            if band is None:
+                streak = []
+                continue
+            lo, hi = band
+            if not math.isfinite(v) or v < lo or v > hi:
+                streak.append((step, v, band))
+                if len(streak) >= persist:
+                    found = streak
+                    break
+            else:
+                streak = []
+        if found is None:
+            continue
+        step, v, (lo, hi) = found[0]
+        where = "above" if v == v and v > hi else ("below" if v == v and v < lo else "outside")
+        lab = _label_text(labels)
+        sel = f"{name}{{{lab}}}" if lab else name
+        out.append({
+            "alert": "RLOutsideBaseline", "severity": "warning", "metric": name,
+            "labels": labels, "step": int(step) if float(step).is_integer() else step,
+            "band": [lo, hi], "value": v if math.isfinite(v) else None,
+            "steps_outside": persist,
+            "summary": (f"{sel} left its baseline band at step {int(step)}: {v:.4g} {where} "
+                        f"[{lo:.4g}, {hi:.4g}] and stayed out for {persist}+ steps"),
+            "next": (f"compare with the recipe's healthy runs "
+                     f"({', '.join(r['name'] for r in doc['runs'])}); the metrics that left "
+                     "their bands before this step are the first to check"),
+        })
+    out.sort(key=lambda f: (f["step"], f["metric"]))
+    return out
+
+
+def timeline(findings: list[dict]) -> str:
+    """'rl_policy_clip_ratio left its band at step 350, rl_entropy at 370, rl_score at 410'."""
+    if not findings:
+        return "no metric left its baseline band"
+    parts = []
+    for i, f in enumerate(findings):
+        lab = _label_text(f["labels"])
+        sel = f"{f['metric']}{{{lab}}}" if lab else f["metric"]
+        parts.append(f"{sel} left its band at step {f['step']}" if i == 0
+                     else f"{sel} at {f['step']}")
+    return ", ".join(parts)
+
+
+# ------------------------------------------------------------------ doctor --baseline / --compare
+FAILED = object()
+
+
+def add_doctor_arguments(p) -> None:
+    p.add_argument("--baseline", default=None, metavar="FILE",
+                   help="also report where the run left the bands of this baseline "
+                        "(`rl-exporter baseline`): RLOutsideBaseline findings, by first step")
+    p.add_argument("--compare", default=None, metavar="LOG",
+                   help="the same against one reference run's log (a one-run baseline)")
+    p.add_argument("--baseline-steps", type=int, default=PERSIST_STEPS, metavar="N",
+                   help=f"steps in a row outside a band before it counts (default "
+                        f"{PERSIST_STEPS}, the live rule's)")
+
+
+def for_doctor(args):
+    """The baseline doctor compares against (None without --baseline/--compare), loaded before
+    the long part of doctor runs; FAILED after printing why."""
+    import sys
+
+    from .logs import LogError
+    try:
+        if args.baseline:
+            return bl.load(args.baseline)
+        if args.compare:
+            return bl.learn([bl.read_run(args.compare, fmt=args.format)])
+    except (bl.BaselineError, LogError, OSError, ValueError) as e:
+        print(f"rl-exporter doctor: {e}", file=sys.stderr)
+        return FAILED
+    return None
+
+
+def print_findings(doc, args, out) -> None:
+    """After doctor's own findings, in its style (JSON lines or a text table)."""
+    import json
+    if doc is None:
+        return
+    run = bl.read_run(args.logs, fmt=args.format, run=args.run)
+    found = deviations(doc, run, persist=args.baseline_steps)
+    for i, f in enumerate(found):
+        before = timeline(found[:i]) if i else ""
+        f["next"] = (f"left before it: {before.replace(' left its band at step', ' at')}; "
+                     if before else "the first signal to leave its band; ") + f["next"]
+    name = args.run or run.name
+    if args.json:
+        for f in found:
+            row = dict(f, time=None, run=name, baseline=doc["recipe"])
+            out.write(json.dumps(row, allow_nan=False) + "\n")
+        if not found:
+            out.write(json.dumps({"alert": None, "run": name, "baseline": doc["recipe"],
+                                  "banded": len(doc["bands"]), "outside_baseline": False,
+                                  "steps": len(run.steps)}) + "\n")
+        return
+    src = ", ".join(r["name"] for r in doc["runs"])
+    out.write(f"\nagainst baseline {doc['recipe']} (from {src}): {len(doc['bands'])} series "
+              f"banded, {args.baseline_steps} steps in a row outside counts\n")
+    if not found:
+        out.write("  inside: no banded series left its band\n")
+        return
+    out.write(f"{'STEP':>6}  {'ALERT':<20} {'VALUE':>10}  {'BAND':<22} SERIES\n")
+    for f in found:
+        lab = _label_text(f["labels"])
+        band = f"[{f['band'][0]:.4g}, {f['band'][1]:.4g}]"
+        val = "NaN" if f["value"] is None else f"{f['value']:.4g}"
+        out.write(f"{f['step']:>6}  {f['alert']:<20} {val:>10}  {band:<22} "
+                  f"{f['metric']}{'{' + lab + '}' if lab else ''}\n")
+    out.write(f"timeline: {timeline(found)}\n")
