@@ -117,10 +117,10 @@ def read_run(paths, *, fmt: str = "auto", run: str | None = None) -> RunSeries:
                 replay = Replay(name, fw)
                 out.framework = fw
             replay.apply(fr.data, fr.step, ts or 0.0)
-            step = replay.exporter.store.get("rl_training_step")
+            step = replay.pipeline.store.get("rl_training_step")
             if step is None or step != step:
                 continue
-            for fam in replay.exporter.collector.collect():
+            for fam in replay.collector.collect():
                 for s in fam.samples:
                     ok = signal.get(s.name)
                     if ok is None:
