@@ -20,12 +20,15 @@ import re
 from .base import NOT_A_NUMBER, number
 from .config_dump import ARGS_START as _ARGS_START
 from .config_dump import VERL_START as _VERL_CONFIG
+from .llamafactory import detect as _llamafactory
 from .openrlhf import STATUS_KEYS as _OPENRLHF_STATUS
 from .wandb_summary import ROW as _WANDB_ROW
 
 _SPOOL = re.compile(r'^\s*\{.*"spool":\s*1\b')
 _VERL_JSONL = re.compile(r'^\s*\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')
 _VERL = re.compile(r"(?:^|\s)step:-?\d+ - [^\s:]+:\S")
+# one metric per line: "step:1" alone (behind any prefix), then " - key:value" lines
+_VERL_HEAD = re.compile(r"(?:^|\s)step:-?\d+\s*$")
 _SLIME = re.compile(r"(?:^|[\s\]:-])(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{['\"]")
 _MILES_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [^\]\s]+\]")
 _OPENRLHF = re.compile(r"Global step \d+: \{|global_step \d+, eval_metrics: \{")
@@ -49,7 +52,7 @@ def detect_line(line: str) -> str | None:
 
 
 def detect_format(line: str) -> str | None:
-    if "step:" in line and _VERL.search(line):
+    if "step:" in line and (_VERL.search(line) or _VERL_HEAD.search(line)):
         return "verl_console"
     if "{" in line:
         if _VERL_CONFIG in line:  # the start-up config dump, before any record
@@ -59,6 +62,8 @@ def detect_format(line: str) -> str | None:
             return "spool"
         if head and '"data"' in line and _VERL_JSONL.match(line):
             return "verl_jsonl"
+        if head and '"current_steps"' in line and _llamafactory(line):
+            return "llamafactory"
         # HF's own log dicts never hold global_step; ms-swift 2.x added it (3.x: .../max_steps)
         if "global_step/max_steps" in line or "'global_step': " in line:
             return "ms_swift"

@@ -45,6 +45,7 @@ FRAMEWORK = _framework()
 
 class MsSwiftParser(Parser):
     format = FORMAT
+    aliases = ("swift", "ms-swift")
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:

@@ -107,6 +107,7 @@ def _split_careful(parts, counts):
 
 class VerlConsoleParser(Parser):
     format = FORMAT
+    aliases = ("verl",)
     framework = FRAMEWORK
 
     def __init__(self):

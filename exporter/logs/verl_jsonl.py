@@ -14,6 +14,7 @@ _SCALARS = frozenset({int, float, str, type(None)})
 
 class VerlJsonlParser(Parser):
     format = FORMAT
+    aliases = ("jsonl",)
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:
