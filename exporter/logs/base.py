@@ -49,7 +49,21 @@ def _pick_redraw(parts: list[str]) -> str:
     for p in reversed(parts):
         if "{" in p or "step:" in p or "│" in p:
             return p
+    if len(parts) > 2 and "=" not in parts[-1] and _written_between(parts):
+        # a bar history in which tqdm.write cleared the bar (the same redraw on both sides
+        # of the blank): the HF parser reads where each dict was written from it
+        return " ".join(p.strip() for p in parts)
     return parts[-1]
+
+
+def _written_between(parts: list[str]) -> bool:
+    prev = None
+    for p in parts:
+        p = p.strip()
+        if p == prev and "/" in p and "[" in p:
+            return True
+        prev = p
+    return False
 
 
 class LineAssembler:

@@ -43,6 +43,7 @@ class HFConsoleParser(Parser):
         self.last_step = None
         self._dated = None      # last_step when the last train dict took a step
         self._logged: list = []  # steps where a bar redraw history shows a tqdm.write
+        self._total = None       # the training bar's total, once a history shows it
 
     def feed(self, line: str) -> list[Frame]:
         i = line.find("{'")
@@ -77,20 +78,35 @@ class HFConsoleParser(Parser):
     def _bar(self, line: str) -> None:
         """A bar line (or a whole bar history on one line, its redraws run together): the step
         is the last n; a redraw repeated right after itself is where tqdm.write cleared the bar
-        to print a dict (ProgressCallback.on_log), so the dicts that follow take those steps."""
+        to print a dict (ProgressCallback.on_log), so the dicts that follow take those steps.
+        Once the training bar is known (the bar of those repeats), other bars (tokenizing,
+        saving) are not steps."""
         prev = None
-        found = []
+        found: dict = {}  # total -> steps where a dict was written
+        last: dict = {}   # total -> last n
         for m in _BAR_STEP.finditer(line):
             n, total = int(m.group(1)), int(m.group(2))
             if total <= 1:
-                continue  # a one-item bar (model loading, saving): not the training bar
-            if prev == (n, total) and (not found or found[-1] != n):
-                found.append(n)
+                continue  # a one-item bar (model loading, saving)
+            if prev == (n, total) and found.get(total, [None])[-1] != n:
+                found.setdefault(total, []).append(n)
             prev = (n, total)
-        if prev is not None:
-            self.last_step = prev[0]
-            if found and len(found) > 1:
-                self._logged = [n for n in found if self._dated is None or n > self._dated]
+            last[total] = n
+        if found and self._total not in found:
+            # the bar tqdm.write interrupts is the training bar (a new train() call: a new one)
+            self._total = max(found, key=lambda t: len(found[t]))
+            self._dated = None
+        elif self._total is not None and self.last_step == self._total and \
+                any(t != self._total for t in last):
+            # the training bar finished; the next bar that runs is the next train() call's
+            self._total = next(t for t in last if t != self._total)
+            self._dated = None
+        if self._total is None or self._total in last:
+            total = self._total if self._total in last else prev and prev[1]
+            if total:
+                self.last_step = last[total]
+        if self._total in found and len(found[self._total]) > 1:
+            self._logged = [n for n in found[self._total] if self._dated is None or n > self._dated]
 
 
 def _training_bar(text: str):

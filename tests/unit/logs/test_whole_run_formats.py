@@ -100,3 +100,17 @@ def test_hf_one_item_bar_fused_to_a_dict_is_not_the_step():
     text = ("Unsloth: Preparing safetensor model files:   0%|          | 0/1 [00:00<?, ?it/s]"
             "{'loss': 2.0337, 'grad_norm': 2.19, 'learning_rate': 0.00016, 'epoch': 0.05}\n")
     assert [f.step for f in frames(text, "hf")] == [None]
+
+
+def test_hf_bar_history_redrawn_with_carriage_returns_then_a_second_train_call():
+    # stderr's bar (CR redraws, a blank where tqdm.write printed each dict) ahead of stdout's
+    # dicts, then a second train() whose bar has another total
+    def redraw(n, total):
+        return f" {n}%|▌  | {n}/{total} [00:0{n % 10}<00:10,  1.0it/s]"
+    hist = "".join("\r" + redraw(n, 10) + ("\r" + " " * 40 + "\r" + redraw(n, 10) if n % 5 == 0 else "")
+                   for n in range(1, 11))
+    dicts = "\n".join("{'loss': 0.%d, 'learning_rate': 1e-05, 'epoch': 0.%d}" % (i, i) for i in (1, 2))
+    second = ("\r" + redraw(1, 40) + "\n{'loss': 0.3, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+              + "\r" + redraw(2, 40) + "\n{'loss': 0.2, 'learning_rate': 1e-05, 'epoch': 0.2}")
+    text = "Tokenizing: " + redraw(60, 100) + "\n" + hist + "\n" + dicts + "\n" + second
+    assert [f.step for f in frames(text)] == [5, 10, 1, 2]
