@@ -27,6 +27,13 @@ FRAMEWORK = "trl"
 
 _BAR_STEP = re.compile(r"\|\s*(\d+)/(\d+) \[")
 _HF_KEYS = ("epoch", "loss", "learning_rate", "train_runtime", "grad_norm")
+_DETECT_KEYS = ("'loss': ", "'epoch': ", "'eval_", "'train_runtime': ", "'learning_rate': ",
+                "'grad_norm': ", '"loss": ', '"epoch": ', '"eval_')
+
+
+def detect(line: str) -> bool:
+    """A printed Trainer.log dict: one of the keys it always writes, quoted."""
+    return ("{'" in line or '{"' in line) and any(k in line for k in _DETECT_KEYS)
 
 
 def looks_like_hf(data: dict) -> bool:

@@ -29,6 +29,12 @@ _PROGRESS = frozenset({"percentage", "elapsed_time", "remaining_time"})
 _STEP = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 
 
+def detect(line: str) -> bool:
+    """HF's own log dicts never hold global_step; ms-swift 2.x added it (3.x: .../max_steps),
+    also in a dict pasted without its braces."""
+    return STEP_KEY in line or ("{" in line and "'global_step': " in line)
+
+
 def _framework() -> str:
     # ms-swift's keys are TRL's plus its own progress keys: its own vocabulary, under the
     # name the catalog gives it (the parser's format name "ms_swift" is one of its aliases)

@@ -20,10 +20,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from .base import Frame, Parser, step_of
 
 FORMAT = "spool"
+_DETECT = re.compile(r'^\s*\{.*"spool":\s*1\b')
+
+
+def detect(line: str) -> bool:
+    return '"spool"' in line and _DETECT.match(line) is not None
 FRAMEWORK = "auto"
 VERSION = 1
 
