@@ -32,7 +32,8 @@ _STEP = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 def detect(line: str) -> bool:
     """HF's own log dicts never hold global_step; ms-swift 2.x added it (3.x: .../max_steps),
     also in a dict pasted without its braces."""
-    return STEP_KEY in line or ("{" in line and "'global_step': " in line)
+    return STEP_KEY in line or ("{" in line and ("'global_step': " in line
+                                                 or '"global_step": ' in line))
 
 
 def _framework() -> str:
@@ -55,7 +56,8 @@ class MsSwiftParser(Parser):
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:
-        if STEP_KEY not in line and "'global_step': " not in line:
+        if STEP_KEY not in line and "'global_step': " not in line \
+                and '"global_step": ' not in line:
             self.skipped += 1
             return []
         raw = self._dict(line)

@@ -114,3 +114,12 @@ def test_hf_bar_history_redrawn_with_carriage_returns_then_a_second_train_call()
               + "\r" + redraw(2, 40) + "\n{'loss': 0.2, 'learning_rate': 1e-05, 'epoch': 0.2}")
     text = "Tokenizing: " + redraw(60, 100) + "\n" + hist + "\n" + dicts + "\n" + second
     assert [f.step for f in frames(text)] == [5, 10, 1, 2]
+
+
+def test_ms_swift_2x_logging_jsonl_with_integer_global_step():
+    text = ('{"loss": 5.04565144, "acc": 0.125, "grad_norm": 484.0, "learning_rate": 1.1e-07, '
+            '"train_speed(iter/s)": 0.118134, "epoch": 0.0, "global_step": 1}\n'
+            '{"loss": 4.96214485, "acc": 0.1484375, "grad_norm": 476.0, "learning_rate": 5.6e-07, '
+            '"train_speed(iter/s)": 0.307932, "epoch": 0.0, "global_step": 5}\n')
+    reader, reads = read_text(text)
+    assert [(r.format, r.frame.step) for r in reads] == [("ms_swift", 1), ("ms_swift", 5)]
