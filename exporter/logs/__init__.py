@@ -48,7 +48,7 @@ def make_parser(name: str) -> Parser:
 
 
 # ------------------------------------------------------------------ detection
-from .detect import detect_format, detect_line, near_miss  # noqa: E402,F401
+from .detect import AUXILIARY, detect_format, detect_line, near_miss  # noqa: E402,F401
 
 
 def detect(lines, path: str | None = None) -> str | None:
@@ -59,10 +59,13 @@ def detect(lines, path: str | None = None) -> str | None:
     if doc != "auto":
         return doc
     votes: dict[str, int] = {}
+    aux: dict[str, int] = {}  # auxiliary prints: the format only when nothing else is there
     for line in lines:
-        name = detect_line(clean(line))
+        name = detect_format(clean(line))
         if name:
-            votes[name] = votes.get(name, 0) + 1
+            box = aux if name in AUXILIARY else votes
+            box[name] = box.get(name, 0) + 1
+    votes = votes or aux
     if not votes:
         return None
     order = list(FORMATS)

@@ -77,7 +77,8 @@ def header(res, ev) -> list[str]:
         for g in segs:
             lines.append(f"  segment {g.index} (run label {g.run}): steps {g.first_step}..{g.last_step}"
                          f" ({g.steps} steps), {g.why}"
-                         + (f", resumed at step {g.resumed_from}" if g.resumed_from is not None
+                         + (f", starts at step {g.resumed_from} (a resumed run, or an excerpt)"
+                            if g.resumed_from is not None
                             else "") + ("" if g.ready else "; too few steps for the step-windowed "
                                         "rules"))
     if ev.no_data:

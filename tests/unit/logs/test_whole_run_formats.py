@@ -123,3 +123,11 @@ def test_ms_swift_2x_logging_jsonl_with_integer_global_step():
             '"train_speed(iter/s)": 0.307932, "epoch": 0.0, "global_step": 5}\n')
     reader, reads = read_text(text)
     assert [(r.format, r.frame.step) for r in reads] == [("ms_swift", 1), ("ms_swift", 5)]
+
+
+def test_a_file_of_only_an_auxiliary_print_is_that_format():
+    # a W&B end-of-run summary pasted alone: doctor and backfill read it as wandb
+    lines = ["wandb: Run summary:\n", "wandb:   actor/entropy 0.41\n", "wandb:   critic/score/mean 0.6\n"]
+    assert detect(lines) == "wandb"
+    # beside training records it stays auxiliary: the records decide
+    assert detect(lines + ["step:1 - actor/entropy:0.5 - critic/score/mean:0.1\n"]) == "verl_console"
