@@ -131,7 +131,8 @@ def verdict(entry: dict, rows: list[dict]) -> dict:
             if want is None:
                 problems.append(f"label kind {kind!r} has no alert mapping")
                 continue
-            hits = [(a, s) for a, s in first.items() if a in want]
+            # a warning or critical finding: an info observation does not say "failed"
+            hits = [(a, s) for a, s in first.items() if a in want and a in serious]
             if not hits:
                 problems.append(f"{kind}: none of {sorted(want)} raised")
             elif onset is not None and all(s is None or s > onset + ONSET_TOLERANCE for _, s in hits):
