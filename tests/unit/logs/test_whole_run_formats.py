@@ -131,3 +131,15 @@ def test_a_file_of_only_an_auxiliary_print_is_that_format():
     assert detect(lines) == "wandb"
     # beside training records it stays auxiliary: the records decide
     assert detect(lines + ["step:1 - actor/entropy:0.5 - critic/score/mean:0.1\n"]) == "verl_console"
+
+
+def test_reader_counts_start_up_banners():
+    from exporter.logs import Reader
+    r = Reader("auto")
+    text = ("***** Running training *****\n{'loss': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+            "***** Running training *****\n{'loss': 0.4, 'learning_rate': 1e-05, 'epoch': 0.1}\n")
+    seen = []
+    for line in text.splitlines():
+        for got in r.feed(line):
+            seen.append((got.line, r.starts))
+    assert seen == [(2, 1), (4, 2)]
