@@ -5,7 +5,8 @@ A new segment begins where
   to the same file: the counter starts again at 1);
 - a second start-up banner follows training frames (the HF Trainer's `***** Running training
   *****`, a veRL config dump, a Megatron argument table: a new train() call or process);
-and a segment whose first step is well past the start is a resumed start (`resumed_from`).
+and a segment whose first step is past the start by more than twice its logging interval is a
+resumed start (`resumed_from`).
 
 Each segment is backfilled under its own run label (`<run>`, then `<run>#2`, `<run>#3`, ...),
 so no baseline or window of the alert rules spans the seam: a restart is never read as a
@@ -48,10 +49,14 @@ class Segment:
             step = int(step)
         if self.first_step is None:
             self.first_step = step
-            if _num(step) > RESUMED_AFTER:
-                self.resumed_from = step
         if step != self.last_step:
             self.steps += 1
+            if self.steps == 2:
+                # past the start by more than the logging interval: a resumed run (a log that
+                # logs every 5 steps starts at step 5; a resume from step 100 at 101)
+                first, gap = _num(self.first_step), _num(step) - _num(self.first_step)
+                if first > RESUMED_AFTER and first > 2 * gap:
+                    self.resumed_from = self.first_step
         self.last_step = step
 
     def summary(self) -> dict:

@@ -69,3 +69,11 @@ def test_resumed_start_and_repeated_steps_stay_one_segment():
         s.current.account(st)
     assert len(s.segments) == 1 and s.segments[0].resumed_from == 101
     assert s.segments[0].steps == 3
+
+
+def test_a_logging_interval_is_not_a_resume():
+    s = Segmenter("r")
+    for st in (5, 10, 15):
+        s.see(st, 0)
+        s.current.account(st)
+    assert s.segments[0].resumed_from is None
