@@ -74,8 +74,8 @@ def detect(lines, path: str | None = None) -> str | None:
 
 def parse_lines(lines, fmt: str):
     """Parse an iterable of lines with one format (or auto): yields (line_no, Frame), line_no
-    where the frame's record opened; flushes at the end."""
-    reader = Reader(fmt)
+    the line that completed the frame; flushes at the end."""
+    reader = Reader(fmt, where=False)
     for line in lines:
         for r in reader.feed(line):
             yield r.line, r.frame

@@ -45,7 +45,10 @@ class AutoParser(Parser):
 
     @property
     def pending(self) -> bool:
-        return any(p.pending for p in self.parsers.values())
+        for p in self.parsers.values():
+            if p.pending:
+                return True
+        return False
 
     def feed(self, line: str) -> list[Frame]:
         self.formats, self.frameworks = [], []

@@ -32,7 +32,7 @@ def detect_line(line: str) -> str | None:
 def detect_format(line: str) -> str | None:
     # Each format's shape is its module's detect(); here only their order, most specific
     # first, behind cheap substring gates (this runs on every line of an auto-detected file).
-    if verl_console.detect(line):
+    if "step:" in line and verl_console.detect(line):
         return "verl_console"
     if "{" in line:
         if config_dump.detect_verl(line):
@@ -58,17 +58,17 @@ def detect_format(line: str) -> str | None:
             return "openrlhf"
         if hf.detect(line):
             return "hf"
-    elif ms_swift.detect(line):  # a dict pasted without its braces
+    elif "global_step" in line and ms_swift.detect(line):  # a dict pasted without its braces
         return "ms_swift"
-    if config_dump.detect_args(line):
+    if "arguments ---" in line and config_dump.detect_args(line):
         return "megatron_args"
-    if wandb_summary.detect(line):
+    if "wandb:" in line and wandb_summary.detect(line):
         return "wandb"
     if areal.detect(line):
         return "areal"
-    if openrlhf.detect_bar(line):
+    if "=" in line and openrlhf.detect_bar(line):
         return "openrlhf"
-    if areal.detect_ascii(line):
+    if "|" in line and areal.detect_ascii(line):
         return "areal"
     return None
 

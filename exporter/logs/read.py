@@ -57,7 +57,10 @@ def open_format(fmt: str, path: str | None = None, head: str | None = None) -> s
 
 
 class Reader:
-    def __init__(self, fmt: str = "auto"):
+    """`where=False`: frames carry the line that completed them, not the line their record
+    opened on (saves a pending check per line when nobody shows line numbers)."""
+
+    def __init__(self, fmt: str = "auto", where: bool = True):
         self.format = canonical_format(fmt)
         self.parser = make_parser(self.format)
         self.document_format = self.format in DOCUMENT_FORMATS
@@ -65,6 +68,8 @@ class Reader:
         self.lines = 0        # lines seen (fed or skipped)
         self._open = 0        # line where the record still being assembled opened
         self.starts = 0       # start-up banners seen
+        self._pending = False  # a record (or a CRI partial line) is open after the last line
+        self._where = where
 
     @property
     def framework(self) -> str:
@@ -80,28 +85,35 @@ class Reader:
 
     @property
     def pending(self) -> bool:
-        return self.parser.pending or self._asm.pending
+        return self._pending if self._where else (self.parser.pending or self._asm.pending)
 
     def skip(self) -> None:
         """A line the caller leaves out (another run's spool record): counted, not read."""
         self.lines += 1
 
     def feed(self, line: str) -> list[Read]:
-        self.lines += 1
-        n = self.lines
-        was_open = self.pending
+        self.lines = n = self.lines + 1
+        was_open = self._pending
         body = self._asm.feed(clean(line.rstrip("\r\n")))
-        got = self.parser.feed(body) if body is not None else []
-        if body is not None and "*****" in body and _BANNER.search(body):
+        if body is None:
+            self._pending = True
+            return []
+        got = self.parser.feed(body)
+        if "*****" in body and _BANNER.search(body):
             self.starts += 1
-        out = self._tag(got, self._open if was_open else n)
-        if self.pending and (got or not was_open):
+        if not self._where:
+            return self._tag(got, n) if got else []
+        out = self._tag(got, self._open if was_open else n) if got else []
+        self._pending = pending = self.parser.pending or self._asm.pending
+        if pending and (got or not was_open):
             self._open = n
         return out
 
     def flush(self) -> list[Read]:
         """Frames still being assembled (the end of input, or a pause in a followed file)."""
-        return self._tag(self.parser.flush(), self._open or self.lines)
+        out = self._tag(self.parser.flush(), self._open or self.lines)
+        self._pending = self.parser.pending or self._asm.pending
+        return out
 
     def document(self, text: str) -> list[Read]:
         return self._tag(self.parser.feed_document(text), None)

@@ -189,7 +189,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
             st = logs.LogStats(path)
             res.logs.append(st)
             on_bytes = (lambda n, b=done_before: bar.update(b + n))
-            reader = logs.Reader(f)
+            reader = logs.Reader(f, where=False)
             for fr, line_ts, fw in logs.frames(path, f, st, on_bytes=on_bytes, only_run=only_run,
                                                 reader=reader):
                 if replay is not None and fw != replay.framework and fw != "auto":

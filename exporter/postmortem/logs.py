@@ -114,7 +114,7 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
     the spool records of that run (others are counted in stats.other_runs). `reader`: the
     Reader to use (the caller watches its start-up banners); one for `fmt` otherwise."""
     stats.format = fmt
-    reader = reader or Reader(fmt)
+    reader = reader or Reader(fmt, where=False)
     last_ts = None
     if reader.document_format:
         with open_log(path) as fh:
