@@ -55,9 +55,10 @@ MISSES = {
         "manual's healthy truncation range (0.02-0.43) and under RLResponseTruncationHigh's 0.5; "
         "no shipped rule reads a length trend",
     "verl/jianghoucheng_agent_on_policy_distillation_yeu8r64c.log":
-        "the score declines gradually (-0.51 -> -0.87 over 45 steps), never sharply against the "
-        "steps just before (RLRewardCollapse compares the recent window with its own preceding "
-        "baseline); length grows 1025 -> 3900 with truncation 0.29 (healthy range, see above)",
+        "the score declines gradually (-0.51 -> -0.87 over 45 steps): at ~220 s a step the recent "
+        "window is 1h20m (~21 steps, mean about -0.87) against a baseline mean of about -0.70, a "
+        "drop of ~0.17, under RLRewardCollapse's 0.3 x |baseline| (~0.21); length grows 1025 -> "
+        "3900 tokens with truncation 0.29 (the Miles manual's healthy range, see above)",
 }
 ONSET_TOLERANCE = 20  # steps after the labelled onset within which its alert must fire
 SERIOUS = ("warning", "critical")
