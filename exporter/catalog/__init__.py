@@ -17,9 +17,10 @@ from .resolve import FALLBACK_METRIC, Resolution, Resolver, sanitize_label_value
 
 # Order in which framework="auto" tries vocabularies (first match wins).
 FRAMEWORKS = ("verl", "trl", "openrlhf", "areal", "slime", "miles", "posttrain", "generic",
-              "posttrain_carbonteq", "swift")
+              "posttrain_carbonteq", "swift", "llamafactory")
 # names users type for a framework, besides its vocabulary name
-FRAMEWORK_ALIASES = {"ms-swift": "swift", "ms_swift": "swift", "modelscope-swift": "swift"}
+FRAMEWORK_ALIASES = {"ms-swift": "swift", "ms_swift": "swift", "modelscope-swift": "swift",
+                     "llama-factory": "llamafactory", "llama_factory": "llamafactory"}
 
 
 class Catalog:

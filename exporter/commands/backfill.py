@@ -67,6 +67,10 @@ def run(args) -> int:
         print(f"rl-exporter backfill: run {s['run']}: {s['frames']} frames, {s['steps']} steps, "
               f"{s['series']} series, {s['samples']} samples in {s['blocks']} block(s) under "
               f"{s['out']}\n  time: {s['start']} .. {s['end']} from {s['clock_source']}")
+        if len(s["segments"]) > 1:
+            for g in s["segments"]:
+                print(f"  segment {g['segment']} as run={g['run']}: steps {g['first_step']}.."
+                      f"{g['last_step']} ({g['steps']} steps), {g['why']}")
         for lg in s["logs"]:
             print(f"  {lg['path']}: format {lg['format']}, {lg['frames']} frames, rejected "
                   f"{lg['rejected'] or 0}, skipped lines {lg['skipped_lines']}"

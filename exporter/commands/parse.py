@@ -33,8 +33,7 @@ def _jsonable(v):
 
 def run(args) -> int:
     from ..catalog import CATALOG, FRAMEWORK_ALIASES, FRAMEWORKS
-    from ..logs import (DOCUMENT_FORMATS, LineAssembler, canonical_format, clean, make_parser,
-                           near_miss)
+    from ..logs import canonical_format, clean, near_miss, read_text
     try:
         fmt_arg = canonical_format(args.format)
     except ValueError as e:
@@ -55,32 +54,11 @@ def run(args) -> int:
             print(f"rl-exporter parse: {path}: {e}", file=sys.stderr)
             status = 1
             continue
-        lines = text.split("\n")
-        fmt = fmt_arg
-        if fmt == "auto" and os.path.basename(path) == "trainer_state.json":
-            fmt = "hf_state"
-        parser = make_parser(fmt)
-        # (line number, frame, format, framework) per frame
-        frames: list = []
-        if fmt in DOCUMENT_FORMATS:
-            frames = [(None, f, fmt, parser.framework) for f in parser.feed_document(text)]
-        else:
-            asm = LineAssembler()
-            n, open_line = 0, 0
-            for n, line in enumerate(lines[:-1] if text.endswith("\n") else lines, 1):
-                was_open = parser.pending or asm.pending
-                body = asm.feed(clean(line.rstrip("\r")))
-                got = parser.feed(body) if body is not None else []
-                if got:  # frames of the record opened at open_line (or this line)
-                    at = open_line if was_open else n
-                    frames.extend((at, f, fm, fw) for f, fm, fw in _tagged(parser, got))
-                if (parser.pending or asm.pending) and (got or not was_open):
-                    open_line = n
-            got = parser.flush()
-            frames.extend((open_line, f, fm, fw) for f, fm, fw in _tagged(parser, got))
-        rejected, skipped = parser.rejected, parser.skipped
-        if not frames and fmt_arg == "auto":
-            hint = near_miss(clean(line) for line in lines)
+        reader, reads = read_text(text, fmt_arg, path=None if path == "-" else path)
+        fmt = reader.format
+        rejected, skipped = reader.rejected, reader.skipped
+        if not reads and fmt_arg == "auto":
+            hint = near_miss(clean(line) for line in text.split("\n"))
             msg = f"rl-exporter parse: {path}: no known metrics format found"
             if hint:
                 near_fmt, near_no, near_line = hint
@@ -94,7 +72,7 @@ def run(args) -> int:
         spool_fw = _framework(fmt, text) if fmt == "spool" else None
         cache: dict = {}
         formats: dict = {}
-        for line_no, fr, fr_fmt, fr_fw in frames:
+        for line_no, fr, fr_fmt, fr_fw in reads:
             total += 1
             formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
             framework = args.framework or spool_fw or fr_fw
@@ -115,20 +93,12 @@ def run(args) -> int:
                 print(f"{where} step={fr.step} format={fr_fmt} framework={framework}")
                 for k, v in fr.data.items():
                     print(f"  {k} = {v!r} -> {_describe(series[k])}")
-        summary = {"file": path, "format": fmt, "frames": len(frames), "formats": formats,
+        summary = {"file": path, "format": fmt, "frames": len(reads), "formats": formats,
                    "rejected": dict(rejected), "skipped_lines": skipped}
         print(("rl-exporter parse: " + json.dumps(summary)), file=sys.stderr)
     if total == 0 and status == 0:
         status = 1
     return status
-
-
-def _tagged(parser, frames):
-    """(frame, format, framework) for frames a parser returned; the auto parser says per frame."""
-    fmts = getattr(parser, "formats", None)
-    if parser.format == "auto" and fmts is not None and len(fmts) == len(frames):
-        return zip(frames, fmts, parser.frameworks)
-    return ((f, parser.format, parser.framework) for f in frames)
 
 
 def _framework(fmt: str, text: str) -> str:

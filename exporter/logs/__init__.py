@@ -13,31 +13,24 @@ from __future__ import annotations
 
 import os
 
-from . import (areal, config_dump, hf, ms_swift, openrlhf, slime, spool, verl_console,
-               verl_jsonl, verl_validation, wandb_summary)
+from . import (areal, config_dump, hf, llamafactory, ms_swift, openrlhf, slime, spool,
+               verl_console, verl_jsonl, verl_validation, wandb_summary)
 from .auto import AutoParser
 from .base import Frame, LineAssembler, Parser, clean  # noqa: F401
 
-# format name -> (parser class, the catalog framework its keys belong to)
-FORMATS: dict[str, type[Parser]] = {
-    "verl_console": verl_console.VerlConsoleParser,
-    "verl_jsonl": verl_jsonl.VerlJsonlParser,
-    "hf": hf.HFConsoleParser,
-    "hf_state": hf.HFStateParser,
-    "openrlhf": openrlhf.OpenRLHFParser,
-    "slime": slime.SlimeParser,
-    "miles": slime.MilesParser,
-    "areal": areal.ArealParser,
-    "spool": spool.SpoolParser,
-    "ms_swift": ms_swift.MsSwiftParser,
-    "wandb": wandb_summary.WandbSummaryParser,
-    "verl_validation": verl_validation.VerlValidationParser,
-    "verl_config": config_dump.VerlConfigParser,
-    "megatron_args": config_dump.MegatronArgsParser,
-}
-ALIASES = {"verl": "verl_console", "trl": "hf", "trainer_state": "hf_state", "jsonl": "verl_jsonl",
-           "swift": "ms_swift", "ms-swift": "ms_swift"}
-DOCUMENT_FORMATS = frozenset({"hf_state"})
+# Every format's parser; each class names its format, its aliases and whether it reads a
+# whole document. Order: the tie-break when two formats match equally many lines.
+PARSERS: tuple[type[Parser], ...] = (
+    verl_console.VerlConsoleParser, verl_jsonl.VerlJsonlParser, hf.HFConsoleParser,
+    hf.HFStateParser, openrlhf.OpenRLHFParser, slime.SlimeParser, slime.MilesParser,
+    areal.ArealParser, spool.SpoolParser, ms_swift.MsSwiftParser,
+    wandb_summary.WandbSummaryParser, verl_validation.VerlValidationParser,
+    config_dump.VerlConfigParser, config_dump.MegatronArgsParser,
+    llamafactory.LlamaFactoryParser,
+)
+FORMATS: dict[str, type[Parser]] = {p.format: p for p in PARSERS}
+ALIASES = {a: p.format for p in PARSERS for a in p.aliases}
+DOCUMENT_FORMATS = frozenset(p.format for p in PARSERS if p.document)
 
 
 def canonical_format(name: str) -> str:
@@ -55,19 +48,24 @@ def make_parser(name: str) -> Parser:
 
 
 # ------------------------------------------------------------------ detection
-from .detect import detect_format, detect_line, near_miss  # noqa: E402,F401
+from .detect import AUXILIARY, detect_format, detect_line, near_miss  # noqa: E402,F401
 
 
 def detect(lines, path: str | None = None) -> str | None:
-    """The format of a sample of lines (and the file name): the most frequent per-line
-    match wins; None if nothing looks like metrics yet."""
-    if path and os.path.basename(path) == "trainer_state.json":
-        return "hf_state"
+    """The format of a sample of lines (and the file name): a document format by name or
+    content, else the most frequent per-line match; None if nothing looks like metrics yet."""
+    lines = list(lines)
+    doc = open_format("auto", path, "".join(lines[:200]))
+    if doc != "auto":
+        return doc
     votes: dict[str, int] = {}
+    aux: dict[str, int] = {}  # auxiliary prints: the format only when nothing else is there
     for line in lines:
-        name = detect_line(clean(line))
+        name = detect_format(clean(line))
         if name:
-            votes[name] = votes.get(name, 0) + 1
+            box = aux if name in AUXILIARY else votes
+            box[name] = box.get(name, 0) + 1
+    votes = votes or aux
     if not votes:
         return None
     order = list(FORMATS)
@@ -75,15 +73,14 @@ def detect(lines, path: str | None = None) -> str | None:
 
 
 def parse_lines(lines, fmt: str):
-    """Parse an iterable of lines with one parser: yields (line_no, Frame); flushes at the end."""
-    parser = make_parser(fmt)
-    asm = LineAssembler()
-    n = 0
-    for n, line in enumerate(lines, 1):
-        line = asm.feed(clean(line.rstrip("\r\n")))
-        if line is None:
-            continue
-        for f in parser.feed(line):
-            yield n, f
-    for f in parser.flush():
-        yield n, f
+    """Parse an iterable of lines with one format (or auto): yields (line_no, Frame), line_no
+    the line that completed the frame; flushes at the end."""
+    reader = Reader(fmt, where=False)
+    for line in lines:
+        for r in reader.feed(line):
+            yield r.line, r.frame
+    for r in reader.flush():
+        yield r.line, r.frame
+
+
+from .read import Read, Reader, open_format, read_text  # noqa: E402,F401

@@ -26,6 +26,22 @@ from .base import NOT_A_NUMBER, Frame, Parser, number
 
 FORMAT = "areal"
 FRAMEWORK = "areal"
+# stats keys always have a "/" (ppo_actor/..., timeperf/...): a rich-printed table of
+# completions between TRL's dicts (│ prompt │ completion │ 1.0 │) is not a stats table
+_DETECT = re.compile(r"^\(AReaL\) |Train step \d+/\d+ done|[╒╘╞]═"
+                     r"|│\s*[^\s│/]+/[^\s│]*\s*│\s*[-+]?(?:\d|nan|inf)")
+_DETECT_ASCII = re.compile(r"^\s*\|\s*[^\s|/]+/[^\s|]*\s*\|\s*[-+]?(?:\d|nan|inf)[^|]*\|")
+
+
+def detect(line: str) -> bool:
+    """A fancy_grid stats table line, the StatsLogger prefix or `Train step N/T done`."""
+    return ("│" in line or "═" in line or "AReaL" in line or "Train step" in line) \
+        and _DETECT.search(line) is not None
+
+
+def detect_ascii(line: str) -> bool:
+    """An ASCII grid table row (tried last: any `| a/b | 1 |` row looks like it)."""
+    return line[:1] in " |" and "|" in line and _DETECT_ASCII.match(line) is not None
 
 _TRAIN_STEP = re.compile(r"Train step (\d+)/\d+ done")
 _PREFIX = re.compile(r"^\(AReaL\) \S+ \S+ \w+: ?")

@@ -29,16 +29,26 @@ class AutoParser(Parser):
         self.formats: list[str] = []
         self.frameworks: list[str] = []
         self._last = None  # the format of the last detected line: tried first
+        self._held = None  # the last line no format claimed: context for a parser made next
 
     def _parser(self, fmt: str) -> Parser:
         p = self.parsers.get(fmt)
         if p is None:
             p = self.parsers[fmt] = self._make(fmt)
+            if fmt in _CONTEXT and self._held is not None:
+                # the line just before a format's first record may be its context (the HF
+                # bar history that says where the first dicts were written)
+                p.feed(self._held)
+                p.skipped -= 1
+        self._held = None
         return p
 
     @property
     def pending(self) -> bool:
-        return any(p.pending for p in self.parsers.values())
+        for p in self.parsers.values():
+            if p.pending:
+                return True
+        return False
 
     def feed(self, line: str) -> list[Frame]:
         self.formats, self.frameworks = [], []
@@ -52,6 +62,7 @@ class AutoParser(Parser):
                     used = True
             if not used:
                 self.skipped += 1
+                self._held = line
             return out
         for name, p in self.parsers.items():
             if name != fmt and p.pending:  # another format's line closes an open record

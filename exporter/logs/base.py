@@ -49,7 +49,21 @@ def _pick_redraw(parts: list[str]) -> str:
     for p in reversed(parts):
         if "{" in p or "step:" in p or "│" in p:
             return p
+    if len(parts) > 2 and "=" not in parts[-1] and _written_between(parts):
+        # a bar history in which tqdm.write cleared the bar (the same redraw on both sides
+        # of the blank): the HF parser reads where each dict was written from it
+        return " ".join(p.strip() for p in parts)
     return parts[-1]
+
+
+def _written_between(parts: list[str]) -> bool:
+    prev = None
+    for p in parts:
+        p = p.strip()
+        if p == prev and "/" in p and "[" in p:
+            return True
+        prev = p
+    return False
 
 
 class LineAssembler:
@@ -109,6 +123,19 @@ def number(tok: str):
     return _NOT_A_NUMBER
 
 
+# A string that is a number and nothing else ("0.001621", "-1e-05", "nan"): TRL on
+# transformers 5.x prints every logged value quoted. "1_000", " 1", "0x1f", "1/94" stay text.
+_NUMERIC = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf|infinity)$",
+                      re.IGNORECASE)
+
+
+def numeric(v):
+    """A value as a parser keeps it: a string that is fully a number becomes that number."""
+    if isinstance(v, str) and _NUMERIC.match(v):
+        return float(v)
+    return v
+
+
 class _NotANumber:
     __slots__ = ()
 
@@ -164,7 +191,7 @@ def parse_pydict(text: str) -> tuple[dict | None, int]:
             key = key.encode().decode("unicode_escape", "replace")
         raw = m.group(3)
         if raw[:1] in "'\"":
-            val = raw[1:-1]
+            val = numeric(raw[1:-1])
         else:
             val = number(raw)
             if val is _NOT_A_NUMBER:
@@ -181,6 +208,8 @@ class Parser:
 
     format = "?"
     framework = "auto"
+    aliases: tuple = ()    # other names users may pass to --format
+    document = False       # read as one document (feed_document), not line by line
 
     def __init__(self):
         self.rejected: Counter = Counter()

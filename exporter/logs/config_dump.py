@@ -44,6 +44,15 @@ _ARGS_END = re.compile(r"^-{8,} end of arguments -{8,}\s*$")
 _ARG = re.compile(r"^\s+([A-Za-z_]\w*) \.+ (.*?)\s*$")
 
 
+def detect_verl(line: str) -> bool:
+    """veRL's start-up config dump, before any record."""
+    return VERL_START in line
+
+
+def detect_args(line: str) -> bool:
+    return "arguments ---" in line and ARGS_START.match(line) is not None
+
+
 def _dig(d, *path):
     for k in path:
         if not isinstance(d, dict) or k not in d:

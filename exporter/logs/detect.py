@@ -17,27 +17,8 @@ from __future__ import annotations
 
 import re
 
-from .base import NOT_A_NUMBER, number
-from .config_dump import ARGS_START as _ARGS_START
-from .config_dump import VERL_START as _VERL_CONFIG
-from .openrlhf import STATUS_KEYS as _OPENRLHF_STATUS
-from .wandb_summary import ROW as _WANDB_ROW
-
-_SPOOL = re.compile(r'^\s*\{.*"spool":\s*1\b')
-_VERL_JSONL = re.compile(r'^\s*\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')
-_VERL = re.compile(r"(?:^|\s)step:-?\d+ - [^\s:]+:\S")
-_SLIME = re.compile(r"(?:^|[\s\]:-])(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{['\"]")
-_MILES_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [^\]\s]+\]")
-_OPENRLHF = re.compile(r"Global step \d+: \{|global_step \d+, eval_metrics: \{")
-# a tqdm bar with a k=v postfix: "| 5/10 [01:00<01:00, 12.0s/it, act_loss=-0.0012, ...]"
-_POSTFIX = re.compile(r"\d+/\d+ \[[^\]]*?, [\w/.@-]+=[-+]?(?:\d|nan|inf)")
-_HF_KEYS = ("'loss': ", "'epoch': ", "'eval_", "'train_runtime': ", "'learning_rate': ",
-            "'grad_norm': ", '"loss": ', '"epoch": ', '"eval_')
-# stats keys always have a "/" (ppo_actor/..., timeperf/...): a rich-printed table of
-# completions between TRL's dicts (│ prompt │ completion │ 1.0 │) is not a stats table
-_AREAL = re.compile(r"^\(AReaL\) |Train step \d+/\d+ done|[╒╘╞]═"
-                    r"|│\s*[^\s│/]+/[^\s│]*\s*│\s*[-+]?(?:\d|nan|inf)")
-_ASCII_ROW = re.compile(r"^\s*\|\s*[^\s|/]+/[^\s|]*\s*\|\s*[-+]?(?:\d|nan|inf)[^|]*\|")
+from . import (areal, config_dump, hf, llamafactory, ms_swift, openrlhf, slime, spool,
+               verl_console, verl_jsonl, verl_validation, wandb_summary)
 
 
 AUXILIARY = frozenset({"verl_validation", "wandb", "verl_config", "megatron_args"})
@@ -49,45 +30,45 @@ def detect_line(line: str) -> str | None:
 
 
 def detect_format(line: str) -> str | None:
-    if "step:" in line and _VERL.search(line):
+    # Each format's shape is its module's detect(); here only their order, most specific
+    # first, behind cheap substring gates (this runs on every line of an auto-detected file).
+    if "step:" in line and verl_console.detect(line):
         return "verl_console"
     if "{" in line:
-        if _VERL_CONFIG in line:  # the start-up config dump, before any record
+        if config_dump.detect_verl(line):
             return "verl_config"
-        head = line.lstrip()[:1] == "{"
-        if head and '"spool"' in line and _SPOOL.match(line):
-            return "spool"
-        if head and '"data"' in line and _VERL_JSONL.match(line):
-            return "verl_jsonl"
-        # HF's own log dicts never hold global_step; ms-swift 2.x added it (3.x: .../max_steps)
-        if "global_step/max_steps" in line or "'global_step': " in line:
+        if line.lstrip()[:1] == "{":
+            if spool.detect(line):
+                return "spool"
+            if verl_jsonl.detect(line):
+                return "verl_jsonl"
+            if llamafactory.detect(line):
+                return "llamafactory"
+        if ms_swift.detect(line):  # before hf: its dicts are HF's plus global_step
             return "ms_swift"
         if ": {" in line:
-            if _OPENRLHF.search(line):  # before slime: "Global step 12: {" ends like "step 12: {"
+            if openrlhf.detect_dict(line):  # before slime: "Global step 12: {" ends like it
                 return "openrlhf"
-            if _SLIME.search(line):
-                return "miles" if _MILES_PREFIX.search(line) else "slime"
-            if "validation metrics: {" in line:
+            fmt = slime.detect(line)
+            if fmt:
+                return fmt
+            if verl_validation.detect(line):
                 return "verl_validation"
-        # OpenRLHF's early status dict: the bar's short names (glen, tlen, cri, k_coef)
-        if "{'" in line and any(k in line for k in _OPENRLHF_STATUS):
+        if openrlhf.detect_status(line):
             return "openrlhf"
-        if ("{'" in line or '{"' in line) and any(k in line for k in _HF_KEYS):
+        if hf.detect(line):
             return "hf"
-    elif "global_step/max_steps" in line:  # a dict pasted without its braces
+    elif "global_step" in line and ms_swift.detect(line):  # a dict pasted without its braces
         return "ms_swift"
-    if "arguments ---" in line and _ARGS_START.match(line):
+    if "arguments ---" in line and config_dump.detect_args(line):
         return "megatron_args"
-    if "wandb:" in line:
-        m = _WANDB_ROW.search(line)
-        if m and number(m.group(2)) is not NOT_A_NUMBER:  # not a "Run history" sparkline
-            return "wandb"
-    if ("│" in line or "═" in line or "AReaL" in line or "Train step" in line) \
-            and _AREAL.search(line):
+    if "wandb:" in line and wandb_summary.detect(line):
+        return "wandb"
+    if areal.detect(line):
         return "areal"
-    if "=" in line and "/" in line and _POSTFIX.search(line):
+    if "=" in line and openrlhf.detect_bar(line):
         return "openrlhf"
-    if line[:1] in " |" and "|" in line and _ASCII_ROW.match(line):
+    if "|" in line and areal.detect_ascii(line):
         return "areal"
     return None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import Frame, Parser, parse_pydict, step_of
+from .base import Frame, Parser, numeric, parse_pydict, step_of
 
 FORMAT = "hf"
 STATE_FORMAT = "hf_state"
@@ -27,6 +27,13 @@ FRAMEWORK = "trl"
 
 _BAR_STEP = re.compile(r"\|\s*(\d+)/(\d+) \[")
 _HF_KEYS = ("epoch", "loss", "learning_rate", "train_runtime", "grad_norm")
+_DETECT_KEYS = ("'loss': ", "'epoch': ", "'eval_", "'train_runtime': ", "'learning_rate': ",
+                "'grad_norm': ", '"loss": ', '"epoch": ', '"eval_')
+
+
+def detect(line: str) -> bool:
+    """A printed Trainer.log dict: one of the keys it always writes, quoted."""
+    return ("{'" in line or '{"' in line) and any(k in line for k in _DETECT_KEYS)
 
 
 def looks_like_hf(data: dict) -> bool:
@@ -35,11 +42,15 @@ def looks_like_hf(data: dict) -> bool:
 
 class HFConsoleParser(Parser):
     format = FORMAT
+    aliases = ("trl",)
     framework = FRAMEWORK
 
     def __init__(self):
         super().__init__()
         self.last_step = None
+        self._dated = None      # last_step when the last train dict took a step
+        self._logged: list = []  # steps where a bar redraw history shows a tqdm.write
+        self._total = None       # the training bar's total, once a history shows it
 
     def feed(self, line: str) -> list[Frame]:
         i = line.find("{'")
@@ -47,9 +58,7 @@ class HFConsoleParser(Parser):
             i = line.find('{"')
         j = line.rfind("}")
         if i < 0 or j < i:
-            m = _BAR_STEP.search(line)
-            if m:
-                self.last_step = int(m.group(1))
+            self._bar(line)
             self.skipped += 1
             return []
         data, bad = parse_pydict(line[i:j + 1])
@@ -58,23 +67,78 @@ class HFConsoleParser(Parser):
             return []
         if bad:
             self.rejected["malformed_value"] += bad
-        m = _BAR_STEP.search(line[:i]) or _BAR_STEP.search(line[j + 1:])
-        if m:
+        m = _training_bar(line[:i]) or _training_bar(line[j + 1:])
+        if all(k.startswith("eval_") or k == "epoch" for k in data):
+            step = int(m.group(1)) if m else self.last_step
+        elif m:
             step = int(m.group(1))
-            self.last_step = step
-        elif all(k.startswith("eval_") or k == "epoch" for k in data):
-            step = self.last_step
+        elif self._logged:  # the bar history said where each dict was written
+            step = self._logged.pop(0)
+        elif self.last_step is not None and self.last_step != self._dated:
+            step = self.last_step  # the bar, on its own line, advanced to this dict's step
         else:
-            step = None
+            step = None  # no bar says which step: the exporter counts
+        if step is not None and not all(k.startswith("eval_") or k == "epoch" for k in data):
+            self.last_step = self._dated = max(step, self.last_step or step)
         return [Frame(step, data)]
+
+    def _bar(self, line: str) -> None:
+        """A bar line (or a whole bar history on one line, its redraws run together): the step
+        is the last n; a redraw repeated right after itself is where tqdm.write cleared the bar
+        to print a dict (ProgressCallback.on_log), so the dicts that follow take those steps.
+        Once the training bar is known (the bar of those repeats), other bars (tokenizing,
+        saving) are not steps."""
+        prev = None
+        found: dict = {}  # total -> steps where a dict was written
+        last: dict = {}   # total -> last n
+        for m in _BAR_STEP.finditer(line):
+            n, total = int(m.group(1)), int(m.group(2))
+            if total <= 1:
+                continue  # a one-item bar (model loading, saving)
+            if prev == (n, total) and found.get(total, [None])[-1] != n:
+                found.setdefault(total, []).append(n)
+            prev = (n, total)
+            last[total] = n
+        if found and self._total not in found:
+            # the bar tqdm.write interrupts is the training bar (a new train() call: a new one)
+            self._total = max(found, key=lambda t: len(found[t]))
+            self._dated = None
+        elif self._total is not None and self.last_step == self._total and \
+                any(t != self._total for t in last):
+            # the training bar finished; the next bar that runs is the next train() call's
+            self._total = next(t for t in last if t != self._total)
+            self._dated = None
+        if self._total is None or self._total in last:
+            total = self._total if self._total in last else prev and prev[1]
+            if total:
+                self.last_step = last[total]
+        if self._total in found and len(found[self._total]) > 1:
+            self._logged = [n for n in found[self._total] if self._dated is None or n > self._dated]
+
+
+def _training_bar(text: str):
+    """The bar fused to a dict line, unless it is a one-item bar of another task."""
+    for m in _BAR_STEP.finditer(text):
+        if int(m.group(2)) > 1:
+            return m
+    return None
 
 
 class HFStateParser(Parser):
     """Document parser: feed_document(text) -> frames past the high-water mark."""
 
     format = STATE_FORMAT
+    aliases = ("trainer_state",)
+    file_names = ("trainer_state.json",)
     framework = FRAMEWORK
     document = True
+
+    @staticmethod
+    def detect_document(head: str) -> bool:
+        """A JSON document with a `log_history` list, whatever the file is called: the head
+        of a trainer_state.json is `{`, then the TrainerState fields, log_history among the
+        first dozen."""
+        return head.lstrip()[:1] == "{" and '"log_history":' in head
 
     def __init__(self):
         super().__init__()
@@ -106,7 +170,7 @@ class HFStateParser(Parser):
             if self.hw_step is not None and step is not None:
                 if step < self.hw_step or (step == self.hw_step and n < self.hw_count):
                     continue
-            data = {k: v for k, v in entry.items() if k != "step"
+            data = {k: numeric(v) for k, v in entry.items() if k != "step"
                     and (v is None or isinstance(v, (int, float, str)))}
             if step is not None:
                 if step != self.hw_step:

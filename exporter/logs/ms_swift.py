@@ -29,6 +29,13 @@ _PROGRESS = frozenset({"percentage", "elapsed_time", "remaining_time"})
 _STEP = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 
 
+def detect(line: str) -> bool:
+    """HF's own log dicts never hold global_step; ms-swift 2.x added it (3.x: .../max_steps),
+    also in a dict pasted without its braces."""
+    return STEP_KEY in line or ("{" in line and ("'global_step': " in line
+                                                 or '"global_step": ' in line))
+
+
 def _framework() -> str:
     # ms-swift's keys are TRL's plus its own progress keys: its own vocabulary, under the
     # name the catalog gives it (the parser's format name "ms_swift" is one of its aliases)
@@ -45,10 +52,12 @@ FRAMEWORK = _framework()
 
 class MsSwiftParser(Parser):
     format = FORMAT
+    aliases = ("swift", "ms-swift")
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:
-        if STEP_KEY not in line and "'global_step': " not in line:
+        if STEP_KEY not in line and "'global_step': " not in line \
+                and '"global_step": ' not in line:
             self.skipped += 1
             return []
         raw = self._dict(line)

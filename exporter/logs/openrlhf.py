@@ -27,6 +27,23 @@ _POSTFIX = re.compile(r"(?:^|[|#\s])\s*\d+/\d+ \[[^\]]*?, ((?:[\w/.@-]+=[^,\]]*(
 # the early status dict: a bare dict holding the bar's short names
 _STATUS = re.compile(r"(\{'(?:pg|policy_loss|act_loss)': .*\})\s*$")
 STATUS_KEYS = ("'glen': ", "'tlen': ", "'k_coef': ", "'cri': ")
+_DETECT_DICT = re.compile(r"Global step \d+: \{|global_step \d+, eval_metrics: \{")
+# a tqdm bar with a k=v postfix: "| 5/10 [01:00<01:00, 12.0s/it, act_loss=-0.0012, ...]"
+_DETECT_BAR = re.compile(r"\d+/\d+ \[[^\]]*?, [\w/.@-]+=[-+]?(?:\d|nan|inf)")
+
+
+def detect_dict(line: str) -> bool:
+    """`Global step N: {...}` (before slime's rule: it ends like `step N: {`)."""
+    return _DETECT_DICT.search(line) is not None
+
+
+def detect_status(line: str) -> bool:
+    """The early status dict: the bar's short names (glen, tlen, cri, k_coef)."""
+    return "{'" in line and any(k in line for k in STATUS_KEYS)
+
+
+def detect_bar(line: str) -> bool:
+    return "=" in line and "/" in line and _DETECT_BAR.search(line) is not None
 
 
 class OpenRLHFParser(Parser):

@@ -16,6 +16,15 @@ from .base import Frame, Parser, parse_pydict
 
 FORMAT = "slime"
 MILES_FORMAT = "miles"
+_DETECT = re.compile(r"(?:^|[\s\]:-])(?:step|rollout|perf|eval|multi_turn|passrate) \d+: \{['\"]")
+_MILES_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [^\]\s]+\]")
+
+
+def detect(line: str) -> str | None:
+    """"slime" or "miles" (Miles's logging prefix) for a `step N: {...}` record line."""
+    if _DETECT.search(line) is None:
+        return None
+    return MILES_FORMAT if _MILES_PREFIX.search(line) else FORMAT
 
 _MSG = re.compile(r"(?:^|[\s\]:-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
 KINDS = ("step", "rollout", "perf", "eval", "multi_turn", "passrate")

@@ -2,10 +2,18 @@
 spool:PATH`): the format and its writer are in exporter/spool.py; this is the parser."""
 from __future__ import annotations
 
+import json
+import re
+
 from ..spool import VERSION, decode_data, encode, encode_value  # noqa: F401 (re-exported)
 from .base import Frame, Parser, step_of
 
 FORMAT = "spool"
+_DETECT = re.compile(r'^\s*\{.*"spool":\s*1\b')
+
+
+def detect(line: str) -> bool:
+    return '"spool"' in line and _DETECT.match(line) is not None
 FRAMEWORK = "auto"
 
 

@@ -23,6 +23,16 @@ from .base import NOT_A_NUMBER, Frame, Parser, number
 FORMAT = "verl_console"
 FRAMEWORK = "verl"
 
+# Detection (logs/detect.py orders the formats): "step:N - key:value ..." on one line, or
+# "step:N" alone (behind any prefix) with one " - key:value" per following line.
+_DETECT = re.compile(r"(?:^|\s)step:-?\d+ - [^\s:]+:\S")
+_DETECT_HEAD = re.compile(r"(?:^|\s)step:-?\d+\s*$")
+
+
+def detect(line: str) -> bool:
+    return "step:" in line and (_DETECT.search(line) is not None
+                                or _DETECT_HEAD.search(line) is not None)
+
 _SEP = " - "
 # A continuation fragment: tokens without whitespace joined by " - ", possibly starting
 # or ending inside a separator.
@@ -107,6 +117,7 @@ def _split_careful(parts, counts):
 
 class VerlConsoleParser(Parser):
     format = FORMAT
+    aliases = ("verl",)
     framework = FRAMEWORK
 
     def __init__(self):

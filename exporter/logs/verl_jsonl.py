@@ -5,15 +5,23 @@ A null value stays None (absent for this step, as the hook treats it).
 """
 from __future__ import annotations
 
+import re
+
 from .base import Frame, Parser, step_of
 
 FORMAT = "verl_jsonl"
 FRAMEWORK = "verl"
 _SCALARS = frozenset({int, float, str, type(None)})
+_DETECT = re.compile(r'^\s*\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')
+
+
+def detect(line: str) -> bool:
+    return '"data"' in line and _DETECT.match(line) is not None
 
 
 class VerlJsonlParser(Parser):
     format = FORMAT
+    aliases = ("jsonl",)
     framework = FRAMEWORK
 
     def feed(self, line: str) -> list[Frame]:

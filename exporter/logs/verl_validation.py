@@ -24,6 +24,10 @@ import re
 from .base import Frame, Parser, parse_pydict
 
 FORMAT = "verl_validation"
+
+
+def detect(line: str) -> bool:
+    return "validation metrics: {" in line
 FRAMEWORK = "verl"
 
 _DICT = re.compile(r"(Initial|Final) validation metrics: (\{.*\})")

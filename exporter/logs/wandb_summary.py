@@ -23,6 +23,14 @@ FORMAT = "wandb"
 FRAMEWORK = "auto"
 
 ROW = re.compile(r"(?:^|\s)wandb:\s+([^\s:][^\s]*)\s+(\S+)\s*$")
+
+
+def detect(line: str) -> bool:
+    """A `wandb: key value` summary row (not a "Run history" sparkline)."""
+    if "wandb:" not in line:
+        return False
+    m = ROW.search(line)
+    return m is not None and number(m.group(2)) is not NOT_A_NUMBER
 _STEP_KEYS = ("training/global_step", "train/global_step", "global_step", "_step", "step")
 
 

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 
 from . import clock as clockmod
 from . import logs, tools
+from .points import Watcher
+from .segments import Segmenter
+from .segments import kind as record_kind
 from .openmetrics import BlockFiles
 from .progress import Progress
 from .replay import Replay
@@ -51,6 +54,14 @@ class Result:
     timings: dict = field(default_factory=dict)
     clock_adjusted: int = 0
     clock_jumps: int = 0
+    segments: list = field(default_factory=list)   # segments.Segment, in order
+
+    def segment_of(self, run_label: str | None):
+        """The segment backfilled under this run label (the first when unknown)."""
+        for seg in self.segments:
+            if seg.run == run_label:
+                return seg
+        return self.segments[0] if self.segments else None
 
     def step_at(self, t: float):
         """The training step the run had reached at time t (None before its first)."""
@@ -68,6 +79,7 @@ class Result:
                 "start": iso(self.start), "end": iso(self.end),
                 "clock": self.clock, "clock_source": self.clock_why,
                 "clock_jumps": self.clock_jumps,
+                "segments": [seg.summary() for seg in self.segments],
                 "logs": [vars(s) for s in self.logs],
                 "timings_s": {k: round(v, 3) for k, v in self.timings.items()}}
 
@@ -170,18 +182,33 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
     done_before = 0
     last_lines = None
     last_t = None
+    cut = Segmenter(run)
+    res.segments = cut.segments
+    starts = 0  # start-up banners of the files read before this one
+    series_done = 0
     try:
         for path, f in zip(paths, fmts):
             st = logs.LogStats(path)
             res.logs.append(st)
             on_bytes = (lambda n, b=done_before: bar.update(b + n))
-            for fr, line_ts, fw in logs.frames(path, f, st, on_bytes=on_bytes, only_run=only_run):
-                if replay is None:
-                    replay = Replay(run, fw, algorithm=algorithm, model=model)
-                    res.framework = fw
-                elif fw != replay.framework and fw != "auto":
+            reader = logs.Reader(f, where=False)
+            for fr, line_ts, fw in logs.frames(path, f, st, on_bytes=on_bytes, only_run=only_run,
+                                                reader=reader):
+                if replay is not None and fw != replay.framework and fw != "auto":
                     raise logs.LogError(f"{path}: keys of framework {fw}, but run {run!r} is "
                                         f"{replay.framework}: backfill it with another --run")
+                if cut.see(fr.step, starts + reader.starts, record_kind(fr.data)) or replay is None:
+                    # a new segment: a new exporter under the segment's own run label, as a
+                    # restarted trainer would start one; the last one's values go stale
+                    if replay is not None:
+                        series_done += replay.series
+                        replay.close()
+                        last_lines = None
+                    replay = Replay(cut.current.run, fw if replay is None else replay.framework,
+                                    algorithm=algorithm, model=model)
+                    res.framework = replay.framework
+                    cut.current.points = Watcher()
+                seg = cut.current
                 d = durations.of(fr.data, replay.framework)
                 t = clk.at(line_ts, d, fr.step)
                 if last_lines is not None and t - last_t > scrape_interval:
@@ -191,12 +218,18 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
                 blocks.write(t, last_lines)
                 last_t = t
                 res.frames += 1
+                if seg.start != seg.start:
+                    seg.start = t
+                seg.end = t
                 step = replay.pipeline.store.get("rl_training_step")
+                seg.account(step)
+                seg.points.see(fr.data, replay.framework, seg.last_step, t)
                 if not res.step_values or res.step_values[-1] != step:
                     res.steps += 1
                 res.times.append(t)
                 res.step_values.append(math.nan if step is None else step)
             done_before += st.bytes
+            starts += reader.starts
         bar.close()
         if replay is None:
             raise logs.LogError("no metrics frames in " + ", ".join(paths) +
@@ -212,7 +245,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         t_parsed = time.perf_counter()
         while pending:
             pending.popleft().result()
-        res.series = replay.series
+        res.series = series_done + replay.series
         res.samples = blocks.samples
         res.clock_adjusted = clk.adjusted
         res.clock_jumps = len(clk.jumps)

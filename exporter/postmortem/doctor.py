@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from . import backfill as bf
 from . import evaluate as evmod
+from . import points
 from . import report
 from . import rules as rulesmod
 from . import tools
@@ -57,6 +58,12 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
         try:
             ev = evmod.evaluate(prom, ruleset, res, runbook, work, eval_interval=eval_interval,
                                 recording_engine=recording_engine)
+            for f in ev.findings:
+                seg = res.segment_of(f.labels.get("run"))
+                f.segment = seg.index if seg is not None else 1
+            ready = points.ready_runs(prom, res.start, res.end, eval_interval)
+            ev.findings.extend(points.findings(res, ev, ready, runbook, ruleset))
+            ev.findings.sort(key=lambda f: (f.start, f.order))
             out = Outcome(res, ev, ruleset, runbook)
             if html:
                 t2 = time.perf_counter()

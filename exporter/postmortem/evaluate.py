@@ -41,6 +41,8 @@ class Finding:
     summary: str
     next: str
     order: int            # runbook order
+    segment: int = 1      # the segment of the log it fired in (segments.py)
+    confirmed: bool = True  # False: a point finding, seen on too few steps to confirm
 
 
 @dataclass

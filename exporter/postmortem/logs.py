@@ -14,8 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..logs import (DOCUMENT_FORMATS, FORMATS, LineAssembler, canonical_format, clean, detect,
-                       make_parser)
+from ..logs import FORMATS, Reader, canonical_format, detect
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
@@ -109,21 +108,22 @@ def spool_runs(path: str, lines: int = 20_000) -> list[str]:
     return list(seen)
 
 
-def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | None = None):
+def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | None = None,
+           reader: Reader | None = None):
     """Yield (Frame, line_ts or None, framework) for one log, streamed. `only_run`: keep only
-    the spool records of that run (others are counted in stats.other_runs)."""
+    the spool records of that run (others are counted in stats.other_runs). `reader`: the
+    Reader to use (the caller watches its start-up banners); one for `fmt` otherwise."""
     stats.format = fmt
-    parser = make_parser(fmt)
+    reader = reader or Reader(fmt, where=False)
     last_ts = None
-    if fmt in DOCUMENT_FORMATS:
+    if reader.document_format:
         with open_log(path) as fh:
             text = fh.read()
         stats.bytes = len(text)
-        for fr in parser.feed_document(text):
+        for r in reader.document(text):
             stats.frames += 1
-            yield fr, None, parser.framework
+            yield r.frame, None, r.framework
     else:
-        asm = LineAssembler()
         done = 0
         with open_log(path) as fh:
             for n, raw in enumerate(fh):
@@ -131,24 +131,23 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
                 stats.bytes = done
                 if only_run is not None and line_run(raw) not in (only_run, None):
                     stats.other_runs += 1
+                    reader.skip()
                     continue
                 t = line_time(raw, fmt)
                 if t is not None:
                     last_ts = t
-                body = asm.feed(clean(raw.rstrip("\r\n")))
-                if body is not None:
-                    for fr in parser.feed(body):
-                        stats.frames += 1
-                        yield fr, last_ts, parser.framework
+                for r in reader.feed(raw):
+                    stats.frames += 1
+                    yield r.frame, last_ts, r.framework
                 if on_bytes is not None and not n & 1023:
                     on_bytes(done)
-        for fr in parser.flush():  # a record still open at the end (a log cut by a crash)
+        for r in reader.flush():  # a record still open at the end (a log cut by a crash)
             stats.frames += 1
-            yield fr, last_ts, parser.framework
+            yield r.frame, last_ts, r.framework
         stats.bytes = done
-    stats.framework = parser.framework
-    stats.rejected = dict(parser.rejected)
-    stats.skipped_lines = parser.skipped
+    stats.framework = reader.framework
+    stats.rejected = dict(reader.rejected)
+    stats.skipped_lines = reader.skipped
 
 
 def total_bytes(paths) -> int:

@@ -72,6 +72,15 @@ def header(res, ev) -> list[str]:
              f"  {len(ev.checks)} checks ({', '.join(map(_short, ev.rule_files))}), evaluated every "
              f"{ev.eval_interval:g}s by Prometheus; {len(ev.checks) - len(ev.no_data)} had data "
              "in this log"]
+    segs = getattr(res, "segments", [])
+    if len(segs) > 1 or any(g.resumed_from is not None for g in segs):
+        for g in segs:
+            lines.append(f"  segment {g.index} (run label {g.run}): steps {g.first_step}..{g.last_step}"
+                         f" ({g.steps} steps), {g.why}"
+                         + (f", starts at step {g.resumed_from} (a resumed run, or an excerpt)"
+                            if g.resumed_from is not None
+                            else "") + ("" if g.ready else "; too few steps for the step-windowed "
+                                        "rules"))
     if ev.no_data:
         lines.append(f"  no data for: {', '.join(ev.no_data)}")
     if ev.too_short:
@@ -92,8 +101,14 @@ def text(res, ev) -> str:
     told = set()
     for f in ev.findings:
         t = iso(f.start).replace("T", " ").replace("Z", "")
+        seg = f" [segment {f.segment}]" if len(getattr(res, "segments", [])) > 1 else ""
         out.append(f"{str(f.step):>6}  {t:<20}  {f.alert:<30} {f.severity:<9} "
-                   f"{fmt_value(f.value):>10}  {f.summary}")
+                   f"{fmt_value(f.value):>10}  {f.summary}{seg}")
+        if not f.confirmed:
+            if f.next and f.alert not in told:
+                out.append(f"{'':>8}check next: {f.next}")
+                told.add(f.alert)
+            continue
         lab = _labels(f.labels)
         until = res.step_at(f.end)
         out.append(f"{'':>8}active until step {until} ({fmt_duration(f.end - f.start)} after firing)"
@@ -110,12 +125,14 @@ def json_lines(res, ev) -> str:
         rows.append({"alert": f.alert, "severity": f.severity, "step": f.step,
                      "time": iso(f.start), "value": _num(f.value), "summary": f.summary,
                      "next": f.next, "until": iso(f.end), "until_step": res.step_at(f.end),
-                     "labels": f.labels, "run": res.run})
+                     "labels": f.labels, "run": res.run, "segment": f.segment,
+                     "confirmed": f.confirmed})
     if not rows:
         rows.append({"alert": None, "run": res.run, "healthy": True,
                      "checks": [c for c in ev.checks if c not in ev.no_data],
                      "no_data": ev.no_data, "too_few_steps": ev.too_short, "steps": res.steps,
-                     "start": iso(res.start), "end": iso(res.end)})
+                     "start": iso(res.start), "end": iso(res.end),
+                     "segments": [g.summary() for g in getattr(res, "segments", [])]})
     return "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
 
 

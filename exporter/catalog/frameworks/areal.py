@@ -11,6 +11,7 @@ spelling of the loss statistics shares series with today's ppo_actor/update/{sta
 """
 import math
 import re
+from dataclasses import replace
 
 from ..metrics import SPLIT, STAT
 from ..model import COUNTER, GAUGE, MAX, MEAN, SUM, WMEAN, Metric, Vocabulary, alias, pattern
@@ -254,11 +255,27 @@ K.update({
     "ppo_actor/disable_value": _config("actor", "disable_value"),
 })
 
+# AReaL 0.3.x (areal-lite, the FSDP + SGLang engine of 0.3.0-0.3.4): the same statistics as
+# the realhf spelling above, under the algorithm's own scope (`grpo_actor/`), and the update's
+# grad_norm, lr and update_successful in that scope too (no update/ sub-scope). Mined from the
+# StatsLogger tables of a whole 0.3.4 run (tests/data/runs/areal, KEYS-0.3.4.txt).
+_REALHF = [k for k in K if k.startswith("ppo_actor/") and "/update/" not in k
+           and "/train_infer/" not in k]
+for _k in _REALHF:
+    _a = K[_k]
+    K["grpo_actor/" + _k[len("ppo_actor/"):]] = replace(
+        _a, weight=_a.weight.replace("ppo_actor/", "grpo_actor/", 1) if _a.weight else None)
+K.update({
+    "grpo_actor/grad_norm": alias("rl_grad_norm", agg=MEAN, note="0.3.x: mean over minibatches"),
+    "grpo_actor/lr": alias("rl_learning_rate", agg=MEAN),
+    "grpo_actor/update_successful": alias("rl_optimizer_update_success_ratio"),
+})
+
 # Keys with no meaning of their own (denominators of other keys' averages, workflow bookkeeping,
 # custom loss terms): exported on the bounded fallback, on purpose.
 FALLBACK = [
     (re.compile(r"^ppo_actor/agent$"), "trajectory-start bookkeeping of log_agent_stats"),
-    (re.compile(r"^ppo_actor/final_reward$"),
+    (re.compile(r"^(?:ppo|grpo)_actor/final_reward$"),
      "tot_rewards, the token-level shaped reward (the clipped, optionally normalised task "
      "reward on the last token plus the per-token KL reward) averaged over valid tokens: it "
      "scales with 1/length, so it is not a per-sequence reward; its parts are rl_score "
@@ -278,7 +295,7 @@ FALLBACK = [
     (re.compile(r"^rollout/(?:accepted|rejected|max_tokens)$"),
      "workflow bookkeeping logged as a count-weighted mean of per-trajectory constants"),
     (re.compile(r"^eval-rollout/" + NC + r"[^/]+$"), "a scalar a user workflow logs at eval time"),
-    (re.compile(r"^ppo_(?:actor|critic)/(?!.*(?:/(?:avg|min|max)|__count)$).+$"),
+    (re.compile(r"^(?:ppo|grpo)_(?:actor|critic)/(?!.*(?:/(?:avg|min|max)|__count)$).+$"),
      "an AReaL PPO statistic with no canonical meaning (custom losses, SAPO gates, logits "
      "ranges, proximal-logp approximation errors, policy drift inside the update)"),
 ]

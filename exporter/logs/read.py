@@ -1,0 +1,146 @@
+"""The one loop from a log's lines to its frames, used by `parse`, `doctor` and `backfill`
+(and usable by the sidecar: `feed(line)` returns the frames that line completes).
+
+    reader = Reader("auto")
+    for line in fh:
+        for r in reader.feed(line):     # r.line, r.frame, r.format, r.framework
+            ...
+    rest = reader.flush()
+
+Per line: ANSI and carriage-return redraws cleaned, CRI partial lines rejoined, the line
+handed to the format's parser (or to `auto`, which detects each line's format). Each frame
+comes with the line number where its record opened (a veRL record wrapped over three
+lines, an AReaL table) and the format and vocabulary that read it.
+
+A document format (`trainer_state.json`) is read whole: `Reader.document(text)`;
+`open_format(fmt, path, head)` says which format a file is, by content where `auto`
+(a JSON document with a `log_history` list is `hf_state`, whatever its name).
+
+`starts` counts start-up banners seen (the HF Trainer's `***** Running training *****`,
+a veRL config dump, a Megatron argument table): a second one after frames is a restart
+inside the same file.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+from . import DOCUMENT_FORMATS, FORMATS, canonical_format, make_parser
+from .base import Frame, LineAssembler, clean
+
+# Formats whose frames are a start-up print (a configuration), not training steps.
+STARTUP_FORMATS = frozenset({"verl_config", "megatron_args"})
+_BANNER = re.compile(r"\*{5} Running training \*{5}")
+
+
+class Read(NamedTuple):
+    line: int | None    # 1-based line where the record opened; None for a document
+    frame: Frame
+    format: str
+    framework: str
+
+
+def open_format(fmt: str, path: str | None = None, head: str | None = None) -> str:
+    """The format to read a file with: `fmt` itself, or where auto, a document format its
+    name or content shows (else "auto")."""
+    fmt = canonical_format(fmt)
+    if fmt != "auto":
+        return fmt
+    for name in DOCUMENT_FORMATS:
+        cls = FORMATS[name]
+        if path and os.path.basename(path) in getattr(cls, "file_names", ()):
+            return name
+        if head is not None and cls.detect_document(head):
+            return name
+    return fmt
+
+
+class Reader:
+    """`where=False`: frames carry the line that completed them, not the line their record
+    opened on (saves a pending check per line when nobody shows line numbers)."""
+
+    def __init__(self, fmt: str = "auto", where: bool = True):
+        self.format = canonical_format(fmt)
+        self.parser = make_parser(self.format)
+        self.document_format = self.format in DOCUMENT_FORMATS
+        self._asm = LineAssembler()
+        self.lines = 0        # lines seen (fed or skipped)
+        self._open = 0        # line where the record still being assembled opened
+        self.starts = 0       # start-up banners seen
+        self._pending = False  # a record (or a CRI partial line) is open after the last line
+        self._where = where
+
+    @property
+    def framework(self) -> str:
+        return self.parser.framework
+
+    @property
+    def rejected(self):
+        return self.parser.rejected
+
+    @property
+    def skipped(self) -> int:
+        return self.parser.skipped
+
+    @property
+    def pending(self) -> bool:
+        return self._pending if self._where else (self.parser.pending or self._asm.pending)
+
+    def skip(self) -> None:
+        """A line the caller leaves out (another run's spool record): counted, not read."""
+        self.lines += 1
+
+    def feed(self, line: str) -> list[Read]:
+        self.lines = n = self.lines + 1
+        was_open = self._pending
+        body = self._asm.feed(clean(line.rstrip("\r\n")))
+        if body is None:
+            self._pending = True
+            return []
+        got = self.parser.feed(body)
+        if "*****" in body and _BANNER.search(body):
+            self.starts += 1
+        if not self._where:
+            return self._tag(got, n) if got else []
+        out = self._tag(got, self._open if was_open else n) if got else []
+        self._pending = pending = self.parser.pending or self._asm.pending
+        if pending and (got or not was_open):
+            self._open = n
+        return out
+
+    def flush(self) -> list[Read]:
+        """Frames still being assembled (the end of input, or a pause in a followed file)."""
+        out = self._tag(self.parser.flush(), self._open or self.lines)
+        self._pending = self.parser.pending or self._asm.pending
+        return out
+
+    def document(self, text: str) -> list[Read]:
+        return self._tag(self.parser.feed_document(text), None)
+
+    def _tag(self, frames, line) -> list[Read]:
+        if not frames:
+            return []
+        p = self.parser
+        fmts = getattr(p, "formats", None)
+        if p.format == "auto" and fmts is not None and len(fmts) == len(frames):
+            out = [Read(line, f, fm, fw) for f, fm, fw in zip(frames, fmts, p.frameworks)]
+        else:
+            out = [Read(line, f, p.format, p.framework) for f in frames]
+        self.starts += sum(1 for r in out if r.format in STARTUP_FORMATS)
+        return out
+
+
+def read_text(text: str, fmt: str = "auto", path: str | None = None) -> tuple[Reader, list[Read]]:
+    """Every frame of a whole text (a file read at once, stdin)."""
+    reader = Reader(open_format(fmt, path, text[:4096]))
+    if reader.document_format:
+        return reader, reader.document(text)
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    out: list[Read] = []
+    for line in lines:
+        out.extend(reader.feed(line))
+    out.extend(reader.flush())
+    return reader, out
