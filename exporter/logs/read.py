@@ -115,6 +115,12 @@ class Reader:
         self._pending = self.parser.pending or self._asm.pending
         return out
 
+    def drop_partial(self) -> None:
+        """Forget a partial line held for rejoining (the file it came from ended or was
+        rewritten); the parser keeps what it has."""
+        self._asm = LineAssembler()
+        self._pending = self.parser.pending
+
     def document(self, text: str) -> list[Read]:
         return self._tag(self.parser.feed_document(text), None)
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import time
 
-from ..logs import detect_line, make_parser
-from ..logs.base import LineAssembler, clean
+from ..logs import detect_line
+from ..logs.base import clean
+from ..logs.read import Reader
 from .follow import FileFollower
 
 log = logging.getLogger("rl_exporter.sidecar")
@@ -29,8 +30,8 @@ class FileTrack:
         self.path = path
         self.follower = FileFollower(path, max_line_bytes=max_line, saved=saved.get("file"))
         self.format = fmt if fmt != "auto" else saved.get("format", "auto")
-        self.parser = make_parser(self.format) if self.format != "auto" else None
-        self.asm = LineAssembler()
+        # the one lines -> frames loop (logs/read.py), once the file's format is known
+        self.reader = Reader(self.format, where=False) if self.format != "auto" else None
         self.resume = self.follower.saved["offset"] if self.follower.saved else 0
         # generation and inode of the file the lines being applied come from (the
         # follower may already be on a newer file): the spool's tags, see Source._apply
@@ -39,9 +40,13 @@ class FileTrack:
         self.last_data = time.monotonic()
 
     @property
+    def parser(self):
+        return self.reader.parser if self.reader is not None else None
+
+    @property
     def open(self) -> bool:
         """A record is being assembled (its first line is at `resume`)."""
-        return self.parser is not None and (self.parser.pending or self.asm.pending)
+        return self.reader is not None and self.reader.pending
 
     def checkpoint(self) -> dict:
         return {"file": self.follower.checkpoint(self.resume), "format": self.format}
@@ -57,18 +62,16 @@ class FileTrack:
     def on_line(self, text: str, start: int, end: int) -> list:
         """A complete line [start, end). end == 0: a line of a file rotated away while we
         were down, whose offsets belong to that file: it never moves `resume`."""
-        text = clean(text)
-        if self.parser is None:
-            fmt = detect_line(text)
+        if self.reader is None:
+            fmt = detect_line(clean(text))
             if fmt is None:  # noise before the first metric line
                 if end:
                     self.resume = end
                 return []
             log.info("%s: detected format %s", self.path, fmt)
-            self.format, self.parser = fmt, make_parser(fmt)
+            self.format, self.reader = fmt, Reader(fmt, where=False)
         was_open = self.open
-        body = self.asm.feed(text)
-        frames = self.parser.feed(body) if body is not None else []
+        frames = [r.frame for r in self.reader.feed(text)]
         if end == 0:
             return frames
         if not self.open:
@@ -79,29 +82,32 @@ class FileTrack:
 
     def on_idle(self) -> list:
         """No new bytes for a while: the open record is complete as it is."""
-        frames = self.parser.flush() if self.parser is not None else []
-        self.asm = LineAssembler()
+        frames = self._flush()
         self.resume = self.follower.offset
+        return frames
+
+    def _flush(self) -> list:
+        """The open record as it is, and no partial line kept."""
+        if self.reader is None:
+            return []
+        frames = [r.frame for r in self.reader.flush()]
+        self.reader.drop_partial()
         return frames
 
     def on_eof(self) -> list:
         """The rotated-away file is read to its end: its last record is complete. The new
         file's `start` event sets `resume` next."""
-        frames = self.parser.flush() if self.parser is not None else []
-        self.asm = LineAssembler()
-        return frames
+        return self._flush()
 
     def on_reset(self, ident: tuple | None = None) -> list:
         """Truncated or rewritten in place: everything restarts at byte 0. The record
         still open is complete as it is (its file ended, as at a rotation's eof): its
         frames are returned before the new generation begins."""
-        frames = []
-        if self.parser is not None:
-            frames = self.parser.flush()
-            self.parser.reset()
+        frames = self._flush()
+        if self.reader is not None:
+            self.reader.parser.reset()
         if ident is not None:
             self.gen, self.ino = ident
-        self.asm = LineAssembler()
         self.resume = 0
         return frames
 
