@@ -1,6 +1,7 @@
-"""Log sources for the sidecar: one parser module per trainer output format, format
-detection, the file follower (follow.py), the HTTP ingest app (ingest.py) and the
-sidecar that feeds all of them into pipelines (exporter/sidecar/). See docs/sidecar.md.
+"""The log formats: one parser module per trainer output format, each declaring its format
+name, its aliases, whether it reads a whole document, and how to detect its lines; the one
+lines -> frames loop (read.py) that `parse`, doctor, backfill and the sidecar share.
+The sidecar's runtime (following files, ingest) is exporter/sidecar/. See docs/sidecar.md.
 
     from exporter.logs import make_parser, detect
     p = make_parser("verl_console")
@@ -8,6 +9,10 @@ sidecar that feeds all of them into pipelines (exporter/sidecar/). See docs/side
 
 `make_parser("auto")` detects the format of every line (detect.py) and hands it to that
 format's parser (auto.py): for files of unknown or mixed content.
+
+Format names and their aliases (`ALIASES`: "swift" -> the "ms_swift" format) are a separate
+namespace from the catalog's framework vocabularies (`catalog.FRAMEWORK_ALIASES`:
+"ms-swift" -> the "swift" vocabulary); a parser names the vocabulary its keys belong to.
 """
 from __future__ import annotations
 
