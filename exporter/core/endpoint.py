@@ -143,6 +143,14 @@ class Endpoint:
     def start(self) -> None:
         """Bind and serve in a daemon thread. Raises OSError if the port is taken (by a
         live listener: retried for bind_retry_s first, as a previous process exits)."""
+        self.bind()
+        self._thread = threading.Thread(target=self._server.serve_forever, name="rl-exporter-http",
+                                        daemon=True)
+        self._thread.start()
+
+    def bind(self):
+        """Bind the port without serving yet; returns the server (the simulated fleet serves
+        thousands of them from one selector thread)."""
         # an IPv6 literal ("::1", "::") needs an AF_INET6 socket; names and IPv4 stay AF_INET
         base = _Server6 if ":" in self.addr else _Server
         handler = type("_Handler", (_QuietHandler,), {"timeout": self.read_timeout_s})
@@ -158,9 +166,7 @@ class Endpoint:
                     raise
                 time.sleep(0.25)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="rl-exporter-http",
-                                        daemon=True)
-        self._thread.start()
+        return self._server
 
     @property
     def url(self) -> str | None:

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..catalog import CATALOG
-from ..core.endpoint import Endpoint, _QuietHandler, _Server
+from ..core.endpoint import Endpoint
 from . import SimulatedRun
 
 log = logging.getLogger("rl_exporter.fleet")
@@ -84,10 +84,6 @@ def translate(frame: dict, framework: str) -> dict:
         key, scale = hit
         out[key] = v * r.scale / scale if isinstance(v, (int, float)) and scale else v
     return out
-
-
-class _ReusableServer(_Server):
-    allow_reuse_address = True  # a restarted rank binds its port again at once
 
 
 class Listener:
@@ -146,10 +142,7 @@ def listener() -> Listener:
 
 class RankEndpoint(Endpoint):
     def start(self) -> None:
-        from wsgiref.simple_server import make_server
-        self._server = make_server(self.addr, self.port, self._app, _ReusableServer, _QuietHandler)
-        self.port = self._server.server_address[1]
-        listener().add(self._server)
+        listener().add(self.bind())  # served by the one listener thread, not a thread of its own
 
     def stop(self) -> None:
         if self._server is not None:
