@@ -198,6 +198,10 @@ class Exporter:
                                   "rl_exporter_frame_processing_seconds"),
                               run_attrs={"run": self.run}, spool=spool_writer,
                               expert_series=expert_series)
+        from .goodput import Goodput
+        self.goodput = self._worker.goodput = Goodput(self.store)  # rl_goodput_seconds_total
+        from .stacks import HangWatch
+        self.hang_watch = HangWatch(self)  # stacks captured once per hang (exporter/stacks.py)
         self._worker.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
         # served last: a scrape that arrives during start-up finds the worker in place
@@ -221,6 +225,8 @@ class Exporter:
                               "not served (metrics are still collected)")
             return
         ep = Endpoint(self.registry, addr, port, health=self.health)
+        from .status import add_routes
+        add_routes(ep, self)  # GET /status, GET /debug/stacks
         try:
             ep.start()
             self.endpoint = ep

@@ -365,6 +365,9 @@ class PhaseTimers:
             n = w.tokens.get(phase)
             if n:
                 store.set(PER_TOKEN, total / n, {"phase": label})
+        goodput = getattr(ex, "goodput", None)
+        if goodput is not None:  # badput phases (checkpoint, validation, ...) of this window
+            goodput.add_phases(w.totals)
         self.published += 1
 
 
@@ -462,6 +465,15 @@ class LivePhases:
                 if starts and starts[-1][2] > seq:
                     best, seq = phase, starts[-1][2]
         return best
+
+    def open_phases(self) -> list:
+        """[(phase, seconds open, recent median or None, monotonic start)] of the phases
+        open now, longest open first (/status and the hang watch read this)."""
+        now = self._clock()
+        with self._lock:
+            out = [(p, now - starts[0][0], _median(self._recent[p]) if self._recent.get(p) else None,
+                    starts[0][0]) for p, starts in self._open.items() if starts]
+        return sorted(out, key=lambda x: -x[1])
 
     def started(self, phase: str) -> float | None:
         """Monotonic start of the oldest open occurrence of `phase` (None when closed)."""

@@ -334,6 +334,8 @@ class Sidecar:
                                                              token=ingest.get("token"),
                                                              max_bytes=ingest.get("max_bytes",
                                                                                   1 << 20)))
+            from ..status import status_app
+            self.endpoint.add_route("/status", status_app(lambda: list(self.exporters.values())))
             self.endpoint.start()
 
     @staticmethod
@@ -368,6 +370,7 @@ class Sidecar:
             ex = Exporter(run=run, framework=framework, serve=False,
                           registry=CollectorRegistry(auto_describe=False),
                           queue_size=kw.pop("queue_size", 4096), gpu=False, **kw)
+            ex.hang_watch.stop()  # this process's stacks are not the trainer's
             self.collector.add_store(ex.store)
             self._run_frameworks[run] = framework
             self.exporters[key] = ex
