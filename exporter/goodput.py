@@ -82,7 +82,7 @@ def _role(metric: str, labels: dict):
     if metric == "rl_agent_loop_duration_seconds" and labels.get("phase") in _ROLLOUT_TAIL_PHASES:
         if stat == "max" or labels.get("sample") == "slowest":
             return (_TAIL_MAX, None)
-        if stat == "mean":
+        if stat in ("", "mean"):  # the catalog drops stat="mean" (the default statistic)
             return (_TAIL_MEAN, None)
     return None
 
@@ -177,7 +177,9 @@ class Goodput:
             add = dict.fromkeys(BUCKETS, 0.0)
             pool, self._pool = self._pool, {}
             if self.last_ts is None:
-                add["startup"] = max(0.0, ts - self.start - (step_dur or 0.0))
+                first = max(0.0, ts - self.start)
+                add[PRODUCTIVE] = min(first, step_dur or 0.0)  # the first step's own time
+                add["startup"] = first - add[PRODUCTIVE]
             else:
                 dt = max(0.0, ts - self.last_ts)
                 if self.max_step is not None and step <= self.max_step:
