@@ -8,7 +8,7 @@ the wall time since the previous step (its interval) is split:
   redone after resuming from an older checkpoint, and the downtime before them);
 - the badput phases reported for the step (the phase -> bucket table PHASE_BUCKETS below,
   matched on the `phase` label the catalog gives a framework's timing keys), scaled down
-  to fit the interval when they overlap;
+  to fit the interval when they, or the step's own reported duration, exceed it;
 - rollout_wait also gets the long tail of generation where the framework reports the
   slowest sample beside the mean (veRL agent loop: max - mean of generate_sequences);
 - stalled: what is left of the interval beyond the run's expected step time, when what is
@@ -186,7 +186,11 @@ class Goodput:
                     add["restart"] = dt  # redone: its phases were redone too
                 else:
                     bad = sum(pool.values())
-                    scale = dt / bad if bad > dt else 1.0
+                    # phases that add up to more than the interval overlap; a step that
+                    # reports itself longer than its interval (a replay, the demo) is scaled
+                    # as a whole, so its phases keep their share of it
+                    denom = max(bad, step_dur or 0.0)
+                    scale = dt / denom if denom > dt else 1.0
                     for b, s in pool.items():
                         add[b] += s * scale
                     rest = dt - bad * scale
