@@ -1,7 +1,8 @@
 """Hang forensics: every thread's Python stack, captured from our own thread while the
 trainer is still alive (the peers' watchdogs abort first and leave nothing to read).
 
-HangWatch (one daemon thread per exporter, a check per second) captures once per hang:
+HangWatch (one check per second per exporter, from one daemon thread for the whole process)
+captures once per hang:
 - a phase open longer than its hang threshold (the RLPhaseHung condition,
   exporter/thresholds.py) -- once per occurrence of that phase;
 - no step for longer than the stall threshold (RLRunStalled) -- once per last step
@@ -72,37 +73,55 @@ def access(environ, token: str | None) -> tuple[str, str] | None:
             "the exporter and send it as a bearer token to read it from elsewhere\n")
 
 
+_WATCHES: "weakref.WeakSet[HangWatch]" = weakref.WeakSet()
+_WATCH_LOCK = threading.Lock()
+_watch_thread = None
+
+
+def _watch_loop() -> None:
+    """One thread for every exporter of the process (a fleet demo has hundreds)."""
+    while True:
+        time.sleep(CHECK_S)
+        for w in list(_WATCHES):
+            w.tick()
+
+
+def _start(watch) -> None:
+    global _watch_thread
+    _WATCHES.add(watch)
+    with _WATCH_LOCK:
+        if _watch_thread is None or not _watch_thread.is_alive():  # a fork child has none
+            _watch_thread = threading.Thread(target=_watch_loop, name="rl-exporter-hangwatch",
+                                             daemon=True)
+            _watch_thread.start()
+
+
 class HangWatch:
-    def __init__(self, exporter, thresholds: HangThresholds = DEFAULT, check_s: float = CHECK_S,
-                 start: bool = True):
+    def __init__(self, exporter, thresholds: HangThresholds = DEFAULT, start: bool = True):
         self._ex = weakref.ref(exporter)  # the watch never keeps an exporter alive
         self.run = exporter.run
         self.thresholds = thresholds
-        self.check_s = check_s
         self.started = time.time()
         self.captured: list[dict] = []    # the hangs captured (the last few kept)
         self.dumps = 0
         self._seen: set = set()
-        self._stop = threading.Event()
-        self._thread = None
+        self.stopped = not start
         if start:
-            self._thread = threading.Thread(target=self._loop, name="rl-exporter-hangwatch",
-                                            daemon=True)
-            self._thread.start()
+            _start(self)
 
     def stop(self) -> None:
-        self._stop.set()
+        self.stopped = True
+        _WATCHES.discard(self)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.check_s):
-            ex = self._ex()
-            if ex is None or ex.closed:
-                return
-            try:
-                self.check(ex)
-            except Exception as e:  # ours: counted, the watch goes on
-                ex.counts.error("hang_watch", e)
-            del ex
+    def tick(self) -> None:
+        ex = self._ex()
+        if ex is None or ex.closed or self.stopped:
+            self.stop()
+            return
+        try:
+            self.check(ex)
+        except Exception as e:  # ours: counted, the watch goes on
+            ex.counts.error("hang_watch", e)
 
     # ------------------------------------------------------------ the conditions
     def check(self, ex, now: float | None = None) -> list[dict]:

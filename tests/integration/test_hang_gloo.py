@@ -32,7 +32,6 @@ def _rank(rank, world, port, outdir):
     from exporter.thresholds import HangThresholds
     ex = Exporter(run="gloo-hang", port=0, gpu=False, spool=os.path.join(outdir, "run.spool"))
     ex.hang_watch.thresholds = HangThresholds(phase_no_history_s=NO_HISTORY_S)
-    ex.hang_watch.check_s = 0.2
     ex.log({"timing_s/gen": 0.1}, step=1)
     with open(os.path.join(outdir, "port.tmp"), "w") as f:
         json.dump({"url": ex.url, "opened": time.time()}, f)
@@ -64,7 +63,7 @@ def test_gloo_collective_one_rank_never_joins_is_captured(tmp_path):
         assert "all_reduce" in main and "_rank" in main
         assert dump.count("# rl-exporter hang dump") == 1  # once per hang
         detect_s = seen - info["opened"]
-        assert NO_HISTORY_S < detect_s < NO_HISTORY_S + 5, detect_s
+        assert NO_HISTORY_S < detect_s < NO_HISTORY_S + 3, detect_s  # checked once a second
         # the rank is alive and still answers: on demand, and the kept capture
         with urllib.request.urlopen(info["url"].replace("/metrics", "/debug/stacks"), timeout=10) as r:
             live = r.read().decode()

@@ -173,3 +173,17 @@ def test_bad_durations_are_not_badput():
         ex.process_now({"timing_s/save_checkpoint": -3.0}, 3, 130.0)
         got = counters(ex)
     assert "checkpoint" not in got and got["step"] == pytest.approx(20.0)
+
+
+def test_a_step_longer_than_its_interval_keeps_its_phase_shares():
+    """A replay or the demo reports 100 s steps 2 s apart: the phases keep their share of
+    the interval (20 % checkpoint) instead of filling it."""
+    with Exporter(run="gp-e", framework="verl", serve=False, gpu=False) as ex:
+        ex.goodput.start = 0.0
+        ex.process_now({"timing_s/step": 100.0}, 1, 2.0)
+        for step in range(2, 6):
+            ex.process_now({"timing_s/step": 100.0, "timing_s/save_checkpoint": 20.0,
+                            "timing_s/gen": 60.0}, step, 2.0 * step)
+        got = counters(ex)
+    assert got["checkpoint"] == pytest.approx(4 * 2.0 * 0.2)
+    assert got["step"] == pytest.approx(2.0 + 4 * 2.0 * 0.8)  # the first step's 2 s included

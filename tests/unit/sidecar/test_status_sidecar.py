@@ -36,7 +36,7 @@ def test_sidecar_status_per_run(tmp_path):
                 break
             time.sleep(0.1)
         time.sleep(1.2)  # a watch would have checked by now: these stacks are not the trainer's
-        assert not any(ex.hang_watch._thread.is_alive() for ex in sc.exporters.values())
+        assert all(ex.hang_watch.stopped and ex.hang_watch.dumps == 0 for ex in sc.exporters.values())
         both = get(base + "/status")
         assert both["schema"] == "rl-exporter/status/v1"
         assert sorted((r["run"], r["step"]) for r in both["runs"]) == [("ra", 3), ("rb", 7)]
