@@ -142,7 +142,8 @@ class HangWatch:
         expected = ex.goodput.expected_step_seconds() if getattr(ex, "goodput", None) else None
         since = ts if ts is not None and ts == ts else self.started
         limit = th.stall_limit(expected if ts is not None else None)
-        if now - since > limit:
+        # a step stamped before this watch began was replayed or restored, not lived
+        if since >= self.started and now - since > limit:
             found.append((("stall", since), {
                 "reason": "no_step", "seconds_since_last_step": round(now - since, 3),
                 "threshold_seconds": round(limit, 3), "last_step": ex.store.get("rl_training_step"),

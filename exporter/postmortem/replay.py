@@ -21,6 +21,7 @@ class Replay:
         self.exporter = Exporter(run=run, framework=framework, serve=False,
                                  registry=CollectorRegistry(auto_describe=False), gpu=False,
                                  algorithm=algorithm, model=model, queue_size=4096)
+        self.exporter.hang_watch.stop()  # a replay is not a live run: no stack dumps
         self.framework = framework
         self._prefix: dict = {}
 

@@ -173,3 +173,21 @@ def test_status_cli_prints_and_passes_json():
     bad = subprocess.run([sys.executable, "-m", "exporter.cli", "status", "http://127.0.0.1:1"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 1 and "cannot read" in bad.stderr
+
+
+def test_replayed_steps_are_no_live_stall():
+    """backfill and the sidecar's restore stamp steps with the log's old time: the hang watch
+    must not take that for a stall of this process (and dump its stacks)."""
+    with Exporter(run="st-h", serve=False, gpu=False) as ex:
+        w = HangWatch(ex, HangThresholds(stall_floor_s=1.0), start=False)
+        ex.process_now({}, 5, time.time() - 86400)  # a step from yesterday's log
+        assert w.check(ex) == []
+        ex.process_now({}, 6, time.time())          # a live step; 5 s later, past the 1 s floor
+        [cap] = w.check(ex, now=time.time() + 5)
+        assert cap["reason"] == "no_step" and cap["last_step"] == 6
+    from exporter.postmortem.replay import Replay
+    rp = Replay("st-i", "verl")
+    try:
+        assert rp.exporter.hang_watch.stopped
+    finally:
+        rp.close()
