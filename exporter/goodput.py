@@ -57,6 +57,7 @@ PHASE_BUCKETS: tuple[tuple[str, str], ...] = (
 _TABLE = tuple((bucket, re.compile(rx, re.IGNORECASE)) for bucket, rx in PHASE_BUCKETS)
 _ROLLOUT_TAIL_PHASES = ("generate_sequences",)
 RECENT_STEPS = 20  # step intervals the expected step time is the median of
+KEY_LIMIT = 100_000  # raw keys whose role is cached (the worker's own key-cache limit)
 
 
 def bucket_of(phase: str) -> str:
@@ -76,7 +77,8 @@ def _role(metric: str, labels: dict):
     if labels.get("split"):
         return None
     if metric == "rl_phase_duration_seconds" and not stat and "phase" in labels:
-        return (_PHASE, bucket_of(labels["phase"]))
+        bucket = bucket_of(labels["phase"])
+        return None if bucket == PRODUCTIVE else (_PHASE, bucket)  # productive: the remainder
     if metric == "rl_step_duration_seconds" and not stat:
         return (_STEP_DUR, None)
     if metric == "rl_agent_loop_duration_seconds" and labels.get("phase") in _ROLLOUT_TAIL_PHASES:
@@ -98,7 +100,9 @@ class Goodput:
         self._wall = wall
         self.start = wall() if start is None else float(start)
         self._lock = threading.Lock()
-        self._roles: dict[int, object] = {}          # series id -> role (None: not ours)
+        self._keys: dict = {}                        # raw key -> (series id, role or None)
+        self._relevant: list = []                    # the keys whose role is not None
+        self._bucket_sids: dict[str, int] = {}
         self._pool: dict[str, float] = {}            # badput phase seconds not yet accounted
         self._recent: deque = deque(maxlen=RECENT_STEPS)
         self.totals = dict.fromkeys(BUCKETS, 0.0)
@@ -115,24 +119,27 @@ class Goodput:
         store = self.store
         phases: dict[str, float] = {}
         step_dur = tail_max = tail_mean = None
-        roles = self._roles
-        for k in frame:
-            slot = slots.get(k)
-            sid = slot if slot.__class__ is int else getattr(slot, "sid", None)
-            if sid is None:
+        keys = self._keys
+        values = store.values
+        # the usual frame has only keys seen before: visit just the few that matter
+        todo = self._relevant if not (frame.keys() - keys.keys()) else frame
+        for k in todo:
+            hit = keys.get(k)
+            if hit is None:  # a key not seen yet, or not resolved to a series yet
+                if k not in frame:
+                    continue
+                hit = self._key_role(k, slots.get(k))
+                if hit is None:
+                    continue
+            sid, role = hit
+            if role is None or k not in frame:
                 continue
-            role = roles.get(sid, 0)
-            if role == 0:
-                role = roles[sid] = _role(store.metrics[sid].name, store.labels[sid])
-            if role is None:
-                continue
-            v = store.values[sid]
+            v = values[sid]
             if not (v >= 0.0) or v == float("inf"):  # NaN, negative, inf: not a duration
                 continue
             kind = role[0]
             if kind == _PHASE:
-                if role[1] != PRODUCTIVE:
-                    phases[role[1]] = phases.get(role[1], 0.0) + v
+                phases[role[1]] = phases.get(role[1], 0.0) + v
             elif kind == _STEP_DUR:
                 step_dur = v
             elif kind == _TAIL_MAX:
@@ -145,6 +152,21 @@ class Goodput:
             self.add_buckets(phases)
         if step is not None:
             self.on_step(step, ts, step_dur)
+
+    def _key_role(self, key, slot):
+        """(series id, role) of a raw key, cached once its series exists (None until then:
+        a key whose first value is still to come has no series yet)."""
+        sid = slot if slot.__class__ is int else getattr(slot, "sid", None)
+        if sid is None:
+            if slot is not None and not hasattr(slot, "resolution") and len(self._keys) < KEY_LIMIT:
+                self._keys[key] = (None, None)  # resolved to no series (ignored, step, state)
+            return None
+        hit = (sid, _role(self.store.metrics[sid].name, self.store.labels[sid]))
+        if len(self._keys) < KEY_LIMIT:
+            self._keys[key] = hit
+            if hit[1] is not None:
+                self._relevant.append(key)
+        return hit
 
     def add_phases(self, totals: dict) -> None:
         """Phase totals of a published timer window (phase name -> seconds)."""
@@ -207,7 +229,17 @@ class Goodput:
                 self.totals[b] += s
         for b, s in add.items():
             if s:
-                self.store.inc(METRIC, {"bucket": b}, s)
+                self._inc(b, s)
+
+    def _inc(self, bucket: str, seconds: float) -> None:
+        sid = self._bucket_sids.get(bucket)
+        if sid is None:
+            sid = self.store.series_id(self.store.catalog.metrics[METRIC], (("bucket", bucket),))
+            if sid is None:  # past the series limit (counted by the store's owner)
+                self.store.rejected["series_limit"] += 1
+                return
+            self._bucket_sids[bucket] = sid
+        self.store.values[sid] += seconds  # this ledger is the series' only writer
 
     # ------------------------------------------------------------ reading
     def expected_step_seconds(self) -> float | None:
