@@ -109,6 +109,7 @@ class Goodput:
         self.last_step = None
         self.max_step = None
         self.last_ts = None
+        self.spans = None  # exporter/spans.Spans when traces are on: a span per step
         # a bucket's series appears with its first seconds (and step's with the first
         # interval): a run pays only for the buckets it has (the series budget)
 
@@ -230,6 +231,8 @@ class Goodput:
         for b, s in add.items():
             if s:
                 self._inc(b, s)
+        if self.spans is not None:
+            self.spans.step(step, ts)
 
     def _inc(self, bucket: str, seconds: float) -> None:
         sid = self._bucket_sids.get(bucket)

@@ -199,7 +199,10 @@ class Exporter:
                               run_attrs={"run": self.run}, spool=spool_writer,
                               expert_series=expert_series)
         from .goodput import Goodput
+        from .spans import Spans
+        self.spans = Spans.start(self, otlp_endpoint)  # opt-in traces (RL_EXPORTER_TRACES=1)
         self.goodput = self._worker.goodput = Goodput(self.store)  # rl_goodput_seconds_total
+        self.goodput.spans = self.spans
         from .stacks import HangWatch
         self.hang_watch = HangWatch(self)  # stacks captured once per hang (exporter/stacks.py)
         self._worker.start()
@@ -347,6 +350,8 @@ class Exporter:
                 resolver.drain(max(0.0, deadline - time.monotonic()))
             if w.spool is not None:
                 w.spool.close()
+            if self.spans is not None:  # open spans end now; queued ones are pushed
+                self.spans.close(max(0.1, (deadline - time.monotonic()) / 2))
             # the last OTLP push, then stop: both within what is left of the timeout
             self.telemetry.close(deadline)
         except Exception as e:

@@ -167,6 +167,9 @@ class HangWatch:
         rec = dict(info, captured_at=now, stacks=text)
         self.dumps += 1
         self.captured = (self.captured + [rec])[-4:]
+        spans = getattr(ex, "spans", None)
+        if spans is not None:  # the dump on the open phase's span (exporter/spans.py)
+            spans.hang(rec)
         log.warning("rl-exporter: run %s looks hung (%s); every thread's stack follows, also at "
                     "GET /debug/stacks\n%s", ex.run, what, text)
         spool = getattr(getattr(ex, "_worker", None), "spool", None)

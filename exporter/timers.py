@@ -427,10 +427,13 @@ class LivePhases:
             self._seq += 1
             starts = self._open.setdefault(phase, [])
             starts.append((self._clock(), self._wall(), self._seq))
-            oldest = starts[0][1]
+            oldest, mine = starts[0][1], starts[-1][1]
         start_sid = self._sids(phase)[0]
         if start_sid is not None:
             self.exporter.store.values[start_sid] = oldest
+        spans = getattr(self.exporter, "spans", None)
+        if spans is not None:  # opt-in traces: a span per phase occurrence (exporter/spans.py)
+            spans.opened(phase, mine)
 
     def close(self, phase: str) -> None:
         """Close the most recent open occurrence of `phase` (timers nest per thread, so the
@@ -449,6 +452,9 @@ class LivePhases:
             recent.append(dur)
             median = _median(recent)
             oldest = starts[0][1] if starts else math.nan
+        spans = getattr(self.exporter, "spans", None)
+        if spans is not None:
+            spans.closed(phase)
         start_sid, median_sid = self._sids(phase)
         values = self.exporter.store.values
         if median_sid is not None:
