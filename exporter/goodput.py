@@ -8,7 +8,9 @@ the wall time since the previous step (its interval) is split:
   redone after resuming from an older checkpoint, and the downtime before them);
 - the badput phases reported for the step (the phase -> bucket table PHASE_BUCKETS below,
   matched on the `phase` label the catalog gives a framework's timing keys), scaled down
-  to fit the interval when they, or the step's own reported duration, exceed it;
+  to fit the interval when they, or the step's own reported duration, exceed it (badput
+  beyond the interval, up to one interval's worth, is offered to the next: a timer window
+  is often published just after its step's frame);
 - rollout_wait also gets the long tail of generation where the framework reports the
   slowest sample beside the mean (veRL agent loop: max - mean of generate_sequences);
 - stalled: what is left of the interval beyond the run's expected step time, when what is
@@ -216,6 +218,12 @@ class Goodput:
                     scale = dt / denom if denom > dt else 1.0
                     for b, s in pool.items():
                         add[b] += s * scale
+                    if bad > dt and bad >= (step_dur or 0.0):
+                        # more badput than interval: a timer window published after its step
+                        # (it belongs to the previous interval) or phases that overlap; the
+                        # excess, at most one interval's worth, is offered to the next one
+                        keep = (1.0 - scale) * min(1.0, dt / (bad - dt))
+                        self._pool = {b: s * keep for b, s in pool.items()}
                     rest = dt - bad * scale
                     expected = _median(self._recent)
                     if rest > self.thresholds.stall_limit(expected):
