@@ -58,3 +58,11 @@ ENGINE_EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "kv-thrash": {"RLRolloutKVCacheThrash": ()},
     "down": {"RLRolloutEngineDown": ()},
 }
+
+# Hang forensics and restarts (exporter/demo/scenarios.py): stuck for good inside update_actor
+# (the phase medians are the demo's side series); crash-loop steps look healthy (no alert yet
+# for restarts without progress: its goodput restart bucket is the signal).
+EXPECTED.update({
+    "hang": {"RLPhaseHung": (), "RLRunStalled": ()},  # the open phase is a real timer()
+    "crash-loop": {},
+})

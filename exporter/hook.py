@@ -182,6 +182,12 @@ class Exporter:
                                    catalog=catalog, otlp_endpoint=otlp_endpoint,
                                    otlp_interval_s=otlp_interval, on_error=self.counts.error)
         self.telemetry.mirror(self.store, self.self_metrics)
+        from .spans import Spans
+        self.spans = Spans.start(self, otlp_endpoint)  # opt-in traces (RL_EXPORTER_TRACES=1)
+        self.goodput = self.pipeline.goodput           # rl_goodput_seconds_total
+        self.goodput.spans = self.spans
+        from .stacks import HangWatch
+        self.hang_watch = HangWatch(self)  # stacks captured once per hang (exporter/stacks.py)
         self.pipeline.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
         # served last: a scrape that arrives during start-up finds the worker in place
@@ -205,6 +211,8 @@ class Exporter:
                               "not served (metrics are still collected)")
             return
         ep = Endpoint(self.registry, addr, port, health=self.health)
+        from .status import add_routes
+        add_routes(ep, self)  # GET /status, GET /debug/stacks
         try:
             ep.start()
             self.endpoint = ep
@@ -288,6 +296,8 @@ class Exporter:
             resolver = self._helpers.get("_rlx_device_resolver")
             if resolver is not None:
                 resolver.drain(max(0.0, deadline - time.monotonic()))
+            if self.spans is not None:  # open spans end now; queued ones are pushed
+                self.spans.close(max(0.1, (deadline - time.monotonic()) / 2))
             # the last OTLP push, then stop: both within what is left of the timeout
             self.telemetry.close(deadline)
         except Exception as e:

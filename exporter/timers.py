@@ -363,6 +363,9 @@ class PhaseTimers:
             n = w.tokens.get(phase)
             if n:
                 store.set(PER_TOKEN, total / n, {"phase": label})
+        goodput = getattr(ex, "goodput", None)
+        if goodput is not None:  # badput phases (checkpoint, validation, ...) of this window
+            goodput.add_phases(w.totals)
         self.published += 1
 
 
@@ -422,10 +425,13 @@ class LivePhases:
             self._seq += 1
             starts = self._open.setdefault(phase, [])
             starts.append((self._clock(), self._wall(), self._seq))
-            oldest = starts[0][1]
+            oldest, mine = starts[0][1], starts[-1][1]
         start_sid = self._sids(phase)[0]
         if start_sid is not None:
             self.exporter.store.values[start_sid] = oldest
+        spans = getattr(self.exporter, "spans", None)
+        if spans is not None:  # opt-in traces: a span per phase occurrence (exporter/spans.py)
+            spans.opened(phase, mine)
 
     def close(self, phase: str) -> None:
         """Close the most recent open occurrence of `phase` (timers nest per thread, so the
@@ -444,6 +450,9 @@ class LivePhases:
             recent.append(dur)
             median = _median(recent)
             oldest = starts[0][1] if starts else math.nan
+        spans = getattr(self.exporter, "spans", None)
+        if spans is not None:
+            spans.closed(phase)
         start_sid, median_sid = self._sids(phase)
         values = self.exporter.store.values
         if median_sid is not None:
@@ -460,6 +469,15 @@ class LivePhases:
                 if starts and starts[-1][2] > seq:
                     best, seq = phase, starts[-1][2]
         return best
+
+    def open_phases(self) -> list:
+        """[(phase, seconds open, recent median or None, monotonic start)] of the phases
+        open now, longest open first (/status and the hang watch read this)."""
+        now = self._clock()
+        with self._lock:
+            out = [(p, now - starts[0][0], _median(self._recent[p]) if self._recent.get(p) else None,
+                    starts[0][0]) for p, starts in self._open.items() if starts]
+        return sorted(out, key=lambda x: -x[1])
 
     def started(self, phase: str) -> float | None:
         """Monotonic start of the oldest open occurrence of `phase` (None when closed)."""

@@ -12,6 +12,7 @@ SETTINGS = {
     "max_grad_norm": "gradient clipping threshold",
     "max_response_length": "response length limit, tokens",
     "rollout_gpu_memory_utilization": "GPU memory fraction the rollout engine reserves",
+    "total_training_steps": "training steps the run is configured for (GET /status: ETA)",
 }
 
 

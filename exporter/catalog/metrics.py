@@ -504,3 +504,15 @@ METRICS.extend([
            "occurrence of each phase.",
            _GPU_IDENTITY + ("phase",), MAX, group="gpu"),
 ])
+
+# ------------------------------------------------------------------ goodput (exporter/core/goodput.py)
+METRICS.append(
+    Metric("rl_goodput_seconds_total", COUNTER, "s",
+           "Wall-clock seconds of the run by where they went: bucket=step is productive step "
+           "time; startup (before the first step), checkpoint, validation, weight_sync, "
+           "rollout_wait (waiting for samples, and the slowest sample's tail where reported), "
+           "logprob_recompute (old/ref log-probs), stalled (no step past the stall threshold) "
+           "and restart (steps redone after a resume) are badput. Accounted each time the step "
+           "advances, from the step clock and the phase durations of that step "
+           "(docs/goodput.md has the phase -> bucket table per framework).",
+           ("bucket",), SUM, group="run"))

@@ -50,6 +50,7 @@ def run(args) -> int:
     if args.port is None:
         args.port = DEFAULT_PORT
     from ..demo import SimulatedRun
+    from ..demo.scenarios import BLOCKING
     from ..hook import Exporter
     sim = SimulatedRun(args.scenario, seed=args.seed, onset=args.onset, val_every=args.val_every,
                        total_steps=args.steps or 300)
@@ -68,8 +69,10 @@ def run(args) -> int:
         while not args.steps or step < args.steps:
             step += 1
             frame = sim.frame(step)
-            if frame is not None:
-                ex.log(frame, step=step)
+            if frame is not None:  # the frame's own step: crash-loop resumes at an older one
+                ex.log(frame, step=frame.get("training/global_step", step))
+            elif args.scenario in BLOCKING:  # hang: stuck for good inside a phase
+                BLOCKING[args.scenario](ex, args.interval)
             time.sleep(args.interval)
         if not args.exit_after:
             print(f"simulated {step} steps; still serving {ex.url} (Ctrl-C to stop)", flush=True)

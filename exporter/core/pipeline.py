@@ -13,6 +13,7 @@ import threading
 import time
 
 from ..catalog import CATALOG, Catalog
+from .goodput import Goodput
 from .self_metrics import Counts
 from .store import Store
 from .worker import Worker
@@ -55,6 +56,11 @@ class Pipeline:
                              fallback_limit=fallback_limit, poll=poll_interval,
                              frame_seconds=self._frame_seconds, spool=spool,
                              expert_series=expert_series)
+        # where the run's wall time goes (rl_goodput_seconds_total), fed by the worker per
+        # frame: the hook, the sidecar and backfill account the same frames the same way
+        self.goodput = self.worker.goodput = Goodput(self.store)
+        self.framework = framework
+        self.rank = (info or {}).get("rank") or None
 
     def start(self) -> None:
         self.worker.start()

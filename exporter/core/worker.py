@@ -120,6 +120,7 @@ class Worker:
         self.last_step: float | None = None
         self.last_frame_ts = float("nan")
         self.busy = False
+        self.goodput = None  # exporter/goodput.Goodput, fed after each frame
         self._budget = float(NEW_KEY_BURST)
         self._budget_t = time.monotonic()
         self.stop = threading.Event()
@@ -219,12 +220,20 @@ class Worker:
         if step is None:
             step = frame_step
         self._advance(step, ts)
+        gp = self.goodput
         if restored:  # exported and counted before a restart: values back, counts unchanged
+            if gp is not None:
+                gp.restore(self.last_step, ts)
             return
         if self.spool is not None:
             self.spool.write(frame, step, ts, self.coerce)
         self.counts.processed += 1
         self.last_frame_ts = time.time()
+        if gp is not None:
+            try:
+                gp.on_frame(frame, slots, self.last_step, ts)
+            except Exception as e:  # goodput is ours: counted, the frame stands
+                self.counts.error("goodput", e)
 
     def _advance(self, step, ts: float) -> None:
         if step is None:

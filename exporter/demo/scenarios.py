@@ -403,3 +403,49 @@ def phase_series(scenario: str, step: int, onset: int, now: float | None = None)
 
 def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, dict]]:  # noqa: F811
     return _side_series_before_phases(scenario, step, onset) + phase_series(scenario, step, onset)
+
+
+# ------------------------------------------------------------------ hang forensics and restarts
+# (exporter/stacks.py, exporter/core/goodput.py). `hang`: from the onset the trainer is stuck inside
+# timer("update_actor") in a collective that never completes; the exporter's hang watch
+# captures every thread's stack (GET /debug/stacks). `crash-loop`: the run saves a checkpoint
+# at the onset step, then crashes every CRASH_EVERY steps and resumes from that checkpoint, so
+# it never gets past it; the goodput's restart bucket grows while every step looks healthy.
+CRASH_EVERY = 4
+
+
+def hang(frame, t, rng):
+    return None  # the demo loop blocks in hang_block() instead of logging
+
+
+def crash_loop(frame, t, rng):
+    saved = frame["training/global_step"] - t  # the checkpoint is the onset step's
+    if t == 0:
+        frame["timing_s/save_checkpoint"] = 30.0 + rng.gauss(0, 1)
+        return frame
+    frame["training/global_step"] = saved + 1 + (t - 1) % CRASH_EVERY
+    return frame
+
+
+def all_reduce_that_one_rank_never_joins(event):
+    event.wait()  # stands in for a collective a dead peer never enters
+
+
+def hang_block(exporter, interval: float) -> None:
+    """The hang scenario's trainer from its onset: stuck in update_actor for good. The hang
+    watch's thresholds are scaled to the demo's step interval so the stacks come in seconds."""
+    import threading
+
+    from ..core.thresholds import HangThresholds
+    wait = max(10 * interval, 5.0)
+    exporter.hang_watch.thresholds = HangThresholds(phase_floor_s=wait, phase_no_history_s=wait,
+                                                    stall_floor_s=2 * wait)
+    if exporter.url:
+        print(f"stuck inside update_actor: stacks in about {wait:.0f} s at "
+              f"{exporter.url[:-len('/metrics')]}/debug/stacks", flush=True)
+    with exporter.timer("update_actor"):
+        all_reduce_that_one_rank_never_joins(threading.Event())
+
+
+SCENARIOS.update({"hang": hang, "crash-loop": crash_loop})
+BLOCKING = {"hang": hang_block}  # scenario -> what the demo loop runs instead of a frame

@@ -5,6 +5,7 @@ rules reason about:
     config/max_grad_norm                   gradient clipping threshold
     config/max_response_length             response length limit, tokens
     config/rollout_gpu_memory_utilization  GPU memory fraction the rollout engine reserves
+    config/total_training_steps            steps the run is configured for (veRL; /status ETA)
 
 Two print shapes, each read into one frame (no step: a configuration holds from the start):
 
@@ -112,6 +113,9 @@ def verl_settings(cfg: dict) -> dict:
     _put(out, "max_response_length", resp)
     _put(out, "rollout_gpu_memory_utilization",
          _dig(cfg, "actor_rollout_ref", "rollout", "gpu_memory_utilization"))
+    total = _num(_dig(cfg, "trainer", "total_training_steps"))
+    if total is not None and total > 0:  # -1 / None: veRL derives it from the epochs
+        out["config/total_training_steps"] = total
     return out
 
 

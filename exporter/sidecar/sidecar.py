@@ -453,6 +453,8 @@ class Sidecar:
                                                              token=ingest.get("token"),
                                                              max_bytes=ingest.get("max_bytes",
                                                                                   1 << 20)))
+            from ..status import status_app
+            self.endpoint.add_route("/status", status_app(lambda: list(self.pipelines.values())))
             self.endpoint.start()
 
     @staticmethod

@@ -26,7 +26,8 @@ STEPS, ONSET = 120, 60                     # an hour and a quarter of healthy ba
 SCENARIOS = ["healthy", "kl-spike", "nan-loss", "stall"]
 # series written by the demo straight into the store (NVML sampler, run configuration):
 # a trainer's log never has them, so these scenarios cannot be diagnosed from one
-SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip", "crash"}
+SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip", "crash",
+                    "hang"}  # hang: a live timer() stuck open (the demo never exits)
 UNTIL = {"stall": "+1h"}                   # the hung trainer's exporter kept serving an hour
 
 needs_engine = pytest.mark.skipif(

@@ -25,9 +25,10 @@ def test_scenario_frames_are_numeric_and_deterministic(scenario):
             (x == y) or (isinstance(x, float) and math.isnan(x) and math.isnan(y))
             for x, y in zip(fa.values(), fb.values())))
         if fa is None:
-            assert scenario in ("stall", "gen-hang") and step >= 10
+            assert scenario in ("stall", "gen-hang", "hang") and step >= 10
             continue
-        assert fa["training/global_step"] == step
+        if scenario != "crash-loop":  # it resumes at an older step (tests/unit/test_demo_hang.py)
+            assert fa["training/global_step"] == step
         for k, v in fa.items():
             assert isinstance(v, (int, float, str)), (k, v)
 

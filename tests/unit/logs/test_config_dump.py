@@ -67,3 +67,12 @@ def test_verl_v01_config_pprint_before_250_noise_lines():
     assert got[0].data == {"config/n_mini": 4.0, "config/max_grad_norm": 1.0,
                            "config/max_response_length": 512,
                            "config/rollout_gpu_memory_utilization": 0.4}
+
+
+def test_verl_total_training_steps_when_set():
+    # the real dump has trainer.total_training_steps None (derived from the epochs): no total;
+    # a set value is read
+    text = [x.replace("'total_training_steps': None", "'total_training_steps': 400") for x in lines(VERL)]
+    got = [f for _, f in parse_lines(text, "auto") if "config/n_mini" in f.data]
+    assert got[0].data["config/total_training_steps"] == 400
+    assert "config/total_training_steps" not in frames(VERL)[0].data

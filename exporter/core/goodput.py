@@ -1,0 +1,285 @@
+"""RL goodput: where a run's wall time went, as rl_goodput_seconds_total{bucket}.
+
+Fed by the worker after each processed frame (exporter/core/worker.py), so the hook, the
+sidecar and `backfill` account the same frames the same way. Each time the step advances,
+the wall time since the previous step (its interval) is split:
+
+- restart: the whole interval when the step is not past the highest step seen (steps
+  redone after resuming from an older checkpoint, and the downtime before them);
+- the badput phases reported for the step (the phase -> bucket table PHASE_BUCKETS below,
+  matched on the `phase` label the catalog gives a framework's timing keys), scaled down
+  to fit the interval when they, or the step's own reported duration, exceed it (badput
+  beyond the interval, up to one interval's worth, is offered to the next: a timer window
+  is often published just after its step's frame);
+- rollout_wait also gets the long tail of generation where the framework reports the
+  slowest sample beside the mean (veRL agent loop: max - mean of generate_sequences);
+- stalled: what is left of the interval beyond the run's expected step time, when what is
+  left exceeds the stall threshold (exporter/core/thresholds.py, the RLRunStalled condition);
+- step: the rest (productive).
+
+startup is the time from the exporter's start to the first step, less that step's own
+duration where the framework reports it (rl_step_duration_seconds). A phase timed with
+rlx.timer() arrives when its window is published, which may be after its step's frame:
+it then lands in the next interval (the totals are the same).
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+
+from .thresholds import DEFAULT, HangThresholds
+
+METRIC = "rl_goodput_seconds_total"
+PRODUCTIVE = "step"
+BUCKETS = (PRODUCTIVE, "startup", "checkpoint", "validation", "weight_sync", "rollout_wait",
+           "logprob_recompute", "stalled", "restart")
+
+# The one phase -> bucket table (first match wins; matched on the sanitized `phase` label,
+# case-insensitively). Phases no row matches are productive step time. The phase names
+# each framework produces, and the bucket they feed, are listed in docs/goodput.md.
+PHASE_BUCKETS: tuple[tuple[str, str], ...] = (
+    # veRL save_checkpoint, AReaL save / checkpoint_for_recover, generic checkpoint
+    ("checkpoint", r"save|checkpoint|ckpt"),
+    # veRL testing, AReaL eval, slime/Miles eval_rollout, TRL/HF eval, generic validation
+    ("validation", r"^(testing|test|eval|evaluate|evaluation|validate|validation|val)$"
+                   r"|^(eval|val|validate)_|_(eval|validation)$"),
+    # veRL update_weights / reshard / param_sync, AReaL update_weights, OpenRLHF broadcast,
+    # slime/Miles update_weights / ref_model_update, TRL _move_model_to_vllm
+    ("weight_sync", r"update_weights|weight_sync|sync_weights|param_sync|reshard|broadcast"
+                    r"|move_model_to_vllm|ref_model_update"),
+    # veRL fully-async wait_for_samples / wait_for_enough_samples, slime/Miles train_wait
+    ("rollout_wait", r"(^|_)wait(_|$)"),
+    # veRL old_log_prob / ref, slime/Miles log_probs / ref_log_probs, AReaL recompute_logp /
+    # ref_logp / teacher_logp
+    ("logprob_recompute", r"^(old_log_probs?|ref|ref_log_probs?|log_probs?|recompute_logp"
+                          r"|ref_logp|teacher_logp|compute_log_prob|compute_ref_log_prob)$"),
+)
+_TABLE = tuple((bucket, re.compile(rx, re.IGNORECASE)) for bucket, rx in PHASE_BUCKETS)
+_ROLLOUT_TAIL_PHASES = ("generate_sequences",)
+RECENT_STEPS = 20  # step intervals the expected step time is the median of
+KEY_LIMIT = 100_000  # raw keys whose role is cached (the worker's own key-cache limit)
+
+
+def bucket_of(phase: str) -> str:
+    """The goodput bucket a phase's time feeds (PRODUCTIVE when no row matches)."""
+    for bucket, rx in _TABLE:
+        if rx.search(phase):
+            return bucket
+    return PRODUCTIVE
+
+
+_PHASE, _STEP_DUR, _TAIL_MAX, _TAIL_MEAN = range(4)
+
+
+def _role(metric: str, labels: dict):
+    """What a series means to the goodput (None: nothing)."""
+    stat = labels.get("stat", "")
+    if labels.get("split"):
+        return None
+    if metric == "rl_phase_duration_seconds" and not stat and "phase" in labels:
+        bucket = bucket_of(labels["phase"])
+        return None if bucket == PRODUCTIVE else (_PHASE, bucket)  # productive: the remainder
+    if metric == "rl_step_duration_seconds" and not stat:
+        return (_STEP_DUR, None)
+    if metric == "rl_agent_loop_duration_seconds" and labels.get("phase") in _ROLLOUT_TAIL_PHASES:
+        if stat == "max" or labels.get("sample") == "slowest":
+            return (_TAIL_MAX, None)
+        if stat in ("", "mean"):  # the catalog drops stat="mean" (the default statistic)
+            return (_TAIL_MEAN, None)
+    return None
+
+
+class Goodput:
+    """One run's ledger. on_frame() runs on the worker thread; add_phases() on the timers'
+    resolver thread; snapshot() on any (the /status route)."""
+
+    def __init__(self, store, start: float | None = None, thresholds: HangThresholds = DEFAULT,
+                 wall=time.time):
+        self.store = store
+        self.thresholds = thresholds
+        self._wall = wall
+        self.start = wall() if start is None else float(start)
+        self._lock = threading.Lock()
+        self._keys: dict = {}                        # raw key -> (series id, role or None)
+        self._relevant: list = []                    # the keys whose role is not None
+        self._bucket_sids: dict[str, int] = {}
+        self._pool: dict[str, float] = {}            # badput phase seconds not yet accounted
+        self._recent: deque = deque(maxlen=RECENT_STEPS)
+        self.totals = dict.fromkeys(BUCKETS, 0.0)
+        self.last_step = None
+        self.max_step = None
+        self.last_ts = None
+        self.spans = None  # exporter/spans.Spans when traces are on: a span per step
+        # a bucket's series appears with its first seconds (and step's with the first
+        # interval): a run pays only for the buckets it has (the series budget)
+
+    # ------------------------------------------------------------ feeding
+    def on_frame(self, frame: dict, slots: dict, step, ts: float) -> None:
+        """After the worker processed `frame` (its values are in the store): take the
+        step's phase durations, then account the interval if the step advanced."""
+        store = self.store
+        phases: dict[str, float] = {}
+        step_dur = tail_max = tail_mean = None
+        keys = self._keys
+        values = store.values
+        # the usual frame has only keys seen before: visit just the few that matter
+        todo = self._relevant if not (frame.keys() - keys.keys()) else frame
+        for k in todo:
+            hit = keys.get(k)
+            if hit is None:  # a key not seen yet, or not resolved to a series yet
+                if k not in frame:
+                    continue
+                hit = self._key_role(k, slots.get(k))
+                if hit is None:
+                    continue
+            sid, role = hit
+            if role is None or k not in frame:
+                continue
+            v = values[sid]
+            if not (v >= 0.0) or v == float("inf"):  # NaN, negative, inf: not a duration
+                continue
+            kind = role[0]
+            if kind == _PHASE:
+                phases[role[1]] = phases.get(role[1], 0.0) + v
+            elif kind == _STEP_DUR:
+                step_dur = v
+            elif kind == _TAIL_MAX:
+                tail_max = v
+            else:
+                tail_mean = v
+        if tail_max is not None and tail_mean is not None and tail_max > tail_mean:
+            phases["rollout_wait"] = phases.get("rollout_wait", 0.0) + tail_max - tail_mean
+        if phases:
+            self.add_buckets(phases)
+        if step is not None:
+            self.on_step(step, ts, step_dur)
+
+    def _key_role(self, key, slot):
+        """(series id, role) of a raw key, cached once its series exists (None until then:
+        a key whose first value is still to come has no series yet)."""
+        sid = slot if slot.__class__ is int else getattr(slot, "sid", None)
+        if sid is None:
+            if slot is not None and not hasattr(slot, "resolution") and len(self._keys) < KEY_LIMIT:
+                self._keys[key] = (None, None)  # resolved to no series (ignored, step, state)
+            return None
+        hit = (sid, _role(self.store.metrics[sid].name, self.store.labels[sid]))
+        if len(self._keys) < KEY_LIMIT:
+            self._keys[key] = hit
+            if hit[1] is not None:
+                self._relevant.append(key)
+        return hit
+
+    def add_phases(self, totals: dict) -> None:
+        """Phase totals of a published timer window (phase name -> seconds)."""
+        out: dict[str, float] = {}
+        for phase, sec in totals.items():
+            b = bucket_of(str(phase))
+            if b != PRODUCTIVE and sec >= 0.0:
+                out[b] = out.get(b, 0.0) + float(sec)
+        if out:
+            self.add_buckets(out)
+
+    def add_buckets(self, seconds: dict) -> None:
+        with self._lock:
+            for b, s in seconds.items():
+                self._pool[b] = self._pool.get(b, 0.0) + s
+
+    def restore(self, step, ts: float) -> None:
+        """A frame exported before a restart (the sidecar's state): the step and its time are
+        known again, nothing is accounted."""
+        with self._lock:
+            if step is not None:
+                self.last_step = step
+                self.max_step = step if self.max_step is None else max(self.max_step, step)
+            self.last_ts = ts
+
+    def on_step(self, step, ts: float, step_dur: float | None = None) -> None:
+        with self._lock:
+            if step == self.last_step:
+                return
+            add = dict.fromkeys(BUCKETS, 0.0)
+            pool, self._pool = self._pool, {}
+            if self.last_ts is None:
+                first = max(0.0, ts - self.start)
+                add[PRODUCTIVE] = min(first, step_dur or 0.0)  # the first step's own time
+                add["startup"] = first - add[PRODUCTIVE]
+            else:
+                dt = max(0.0, ts - self.last_ts)
+                if self.max_step is not None and step <= self.max_step:
+                    add["restart"] = dt  # redone: its phases were redone too
+                else:
+                    bad = sum(pool.values())
+                    # phases that add up to more than the interval overlap; a step that
+                    # reports itself longer than its interval (a replay, the demo) is scaled
+                    # as a whole, so its phases keep their share of it
+                    denom = max(bad, step_dur or 0.0)
+                    scale = dt / denom if denom > dt else 1.0
+                    for b, s in pool.items():
+                        add[b] += s * scale
+                    if bad > dt and bad >= (step_dur or 0.0):
+                        # more badput than interval: a timer window published after its step
+                        # (it belongs to the previous interval) or phases that overlap; the
+                        # excess, at most one interval's worth, is offered to the next one
+                        keep = (1.0 - scale) * min(1.0, dt / (bad - dt))
+                        self._pool = {b: s * keep for b, s in pool.items()}
+                    rest = dt - bad * scale
+                    expected = _median(self._recent)
+                    if rest > self.thresholds.stall_limit(expected):
+                        add["stalled"] = rest - (expected or 0.0)
+                        rest -= add["stalled"]
+                    else:
+                        self._recent.append(dt)  # a stalled interval is no step-time sample
+                    add[PRODUCTIVE] = rest
+            self.last_step, self.last_ts = step, ts
+            self.max_step = step if self.max_step is None else max(self.max_step, step)
+            for b, s in add.items():
+                self.totals[b] += s
+        for b, s in add.items():
+            if s:
+                self._inc(b, s)
+        if self.spans is not None:
+            self.spans.step(step, ts)
+
+    def _inc(self, bucket: str, seconds: float) -> None:
+        sid = self._bucket_sids.get(bucket)
+        if sid is None:
+            sid = self.store.series_id(self.store.catalog.metrics[METRIC], (("bucket", bucket),))
+            if sid is None:  # past the series limit (counted by the store's owner)
+                self.store.rejected["series_limit"] += 1
+                return
+            self._bucket_sids[bucket] = sid
+        self.store.values[sid] += seconds  # this ledger is the series' only writer
+
+    # ------------------------------------------------------------ reading
+    def expected_step_seconds(self) -> float | None:
+        with self._lock:
+            return _median(self._recent)
+
+    def snapshot(self, now: float | None = None) -> dict:
+        """Goodput so far: accounted seconds per bucket, the productive ratio, and the time
+        since the last step (not accounted until the next step; `stalled_now` is the part
+        of it past the stall threshold)."""
+        now = self._wall() if now is None else now
+        with self._lock:
+            totals = dict(self.totals)
+            last = self.last_ts
+            expected = _median(self._recent)
+        wall = sum(totals.values())
+        open_s = max(0.0, now - (last if last is not None else self.start))
+        limit = self.thresholds.stall_limit(expected) if last is not None else None
+        return {"buckets": {b: round(s, 3) for b, s in totals.items()},
+                "accounted_seconds": round(wall, 3),
+                "ratio": round(totals[PRODUCTIVE] / wall, 4) if wall > 0 else None,
+                "unaccounted_seconds": round(open_s, 3),
+                "stalled_now_seconds": round(max(0.0, open_s - (expected or 0.0)), 3)
+                if limit is not None and open_s > limit else 0.0}
+
+
+def _median(values):
+    if not values:
+        return None
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0

@@ -1,0 +1,211 @@
+"""Hang forensics: every thread's Python stack, captured from our own thread while the
+trainer is still alive (the peers' watchdogs abort first and leave nothing to read).
+
+HangWatch (one check per second per exporter, from one daemon thread for the whole process)
+captures once per hang:
+- a phase open longer than its hang threshold (the RLPhaseHung condition,
+  exporter/core/thresholds.py) -- once per occurrence of that phase;
+- no step for longer than the stall threshold (RLRunStalled) -- once per last step
+  (before the first step: the stall floor since the exporter started).
+A capture is logged (a warning with the dump), appended to `<spool>.stacks` beside the spool
+when one is on, and kept for `GET /debug/stacks`, which also answers on demand with the
+stacks of now. That route is loopback-only unless RL_EXPORTER_DEBUG_TOKEN is set; with a
+token it needs `Authorization: Bearer <token>` from any address (like /ingest).
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+import weakref
+
+from .core.thresholds import DEFAULT, HangThresholds
+
+log = logging.getLogger("rl_exporter")
+
+TOKEN_ENV = "RL_EXPORTER_DEBUG_TOKEN"
+MAX_DUMP_BYTES = 256 * 1024  # one dump; a deep recursion in 200 threads stays readable
+MAX_FRAMES = 80              # innermost frames kept per thread
+CHECK_S = 1.0
+
+
+def dump_stacks(header: str = "", max_bytes: int = MAX_DUMP_BYTES) -> str:
+    """Every thread's Python stack (innermost call last), the calling thread marked."""
+    names = {t.ident: t for t in threading.enumerate()}
+    me = threading.get_ident()
+    parts = [header] if header else []
+    for ident, frame in sorted(sys._current_frames().items()):
+        t = names.get(ident)
+        name = t.name if t is not None else "?"
+        flags = (" daemon" if t is not None and t.daemon else "") + (" (this dump)" if ident == me else "")
+        lines = traceback.format_stack(frame)[-MAX_FRAMES:]
+        parts.append(f'Thread "{name}" ident={ident}{flags}:\n' + "".join(lines))
+    text = "\n".join(parts)
+    if len(text.encode("utf-8", "replace")) > max_bytes:
+        cut = text.encode("utf-8", "replace")[:max_bytes].decode("utf-8", "ignore")
+        text = cut + f"\n... truncated at {max_bytes} bytes\n"
+    return text
+
+
+def _loopback(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr.split("%")[0]).is_loopback
+    except ValueError:
+        return addr in ("localhost",)
+
+
+def access(environ, token: str | None) -> tuple[str, str] | None:
+    """None when the request may read the stacks, else (HTTP status, reason)."""
+    if token:
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        given = auth[7:].strip().encode() if auth.startswith("Bearer ") else b""
+        if hmac.compare_digest(given, token.encode()):
+            return None
+        return "401 Unauthorized", "missing or wrong bearer token\n"
+    if _loopback(environ.get("REMOTE_ADDR", "")):
+        return None
+    return ("403 Forbidden", f"/debug/stacks answers loopback clients only; set {TOKEN_ENV} on "
+            "the exporter and send it as a bearer token to read it from elsewhere\n")
+
+
+_WATCHES: "weakref.WeakSet[HangWatch]" = weakref.WeakSet()
+_WATCH_LOCK = threading.Lock()
+_watch_thread = None
+
+
+def _watch_loop() -> None:
+    """One thread for every exporter of the process (a fleet demo has hundreds)."""
+    while True:
+        time.sleep(CHECK_S)
+        for w in list(_WATCHES):
+            w.tick()
+
+
+def _start(watch) -> None:
+    global _watch_thread
+    _WATCHES.add(watch)
+    with _WATCH_LOCK:
+        if _watch_thread is None or not _watch_thread.is_alive():  # a fork child has none
+            _watch_thread = threading.Thread(target=_watch_loop, name="rl-exporter-hangwatch",
+                                             daemon=True)
+            _watch_thread.start()
+
+
+class HangWatch:
+    def __init__(self, exporter, thresholds: HangThresholds = DEFAULT, start: bool = True):
+        self._ex = weakref.ref(exporter)  # the watch never keeps an exporter alive
+        self.run = exporter.run
+        self.thresholds = thresholds
+        self.started = time.time()
+        self.captured: list[dict] = []    # the hangs captured (the last few kept)
+        self.dumps = 0
+        self._seen: set = set()
+        self.stopped = not start
+        if start:
+            _start(self)
+
+    def stop(self) -> None:
+        self.stopped = True
+        _WATCHES.discard(self)
+
+    def tick(self) -> None:
+        ex = self._ex()
+        if ex is None or ex.closed or self.stopped:
+            self.stop()
+            return
+        try:
+            self.check(ex)
+        except Exception as e:  # ours: counted, the watch goes on
+            ex.counts.error("hang_watch", e)
+
+    # ------------------------------------------------------------ the conditions
+    def check(self, ex, now: float | None = None) -> list[dict]:
+        """Capture what newly qualifies as hung; returns the new captures."""
+        now = time.time() if now is None else now
+        th = self.thresholds
+        found = []
+        live = getattr(ex, "_rlx_live_phases", None)  # exists once a phase was timed/tracked
+        if live is not None:
+            for phase, open_s, median, start in live.open_phases():
+                limit = th.phase_limit(median)
+                if open_s > limit:
+                    found.append((("phase", phase, start), {
+                        "reason": "phase_hung", "phase": phase, "open_seconds": round(open_s, 3),
+                        "threshold_seconds": round(limit, 3),
+                        "recent_median_seconds": median}))
+        ts = ex.store.get("rl_training_step_timestamp_seconds")
+        expected = ex.goodput.expected_step_seconds() if getattr(ex, "goodput", None) else None
+        since = ts if ts is not None and ts == ts else self.started
+        limit = th.stall_limit(expected if ts is not None else None)
+        # a step stamped before this watch began was replayed or restored, not lived
+        if since >= self.started and now - since > limit:
+            found.append((("stall", since), {
+                "reason": "no_step", "seconds_since_last_step": round(now - since, 3),
+                "threshold_seconds": round(limit, 3), "last_step": ex.store.get("rl_training_step"),
+                "expected_step_seconds": expected}))
+        new = []
+        for key, info in found:
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            new.append(self._capture(ex, info, now))
+        return new
+
+    def _capture(self, ex, info: dict, now: float) -> dict:
+        what = (f"phase {info['phase']!r} open {info['open_seconds']:.1f} s"
+                if info["reason"] == "phase_hung" else
+                f"no step for {info['seconds_since_last_step']:.1f} s")
+        header = (f"# rl-exporter hang dump: run {ex.run}, pid {os.getpid()}, "
+                  f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}: {what} "
+                  f"(threshold {info['threshold_seconds']:.1f} s)\n")
+        text = dump_stacks(header)
+        rec = dict(info, captured_at=now, stacks=text)
+        self.dumps += 1
+        self.captured = (self.captured + [rec])[-4:]
+        spans = getattr(ex, "spans", None)
+        if spans is not None:  # the dump on the open phase's span (exporter/spans.py)
+            spans.hang(rec)
+        log.warning("rl-exporter: run %s looks hung (%s); every thread's stack follows, also at "
+                    "GET /debug/stacks\n%s", ex.run, what, text)
+        spool = getattr(getattr(ex, "_worker", None), "spool", None)
+        if spool is not None:
+            path = spool.path + ".stacks"
+            try:
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write(text + "\n")
+                rec["file"] = path
+            except OSError as e:
+                ex.counts.error("spool", e, f"cannot write the hang dump to {path} ({e})")
+        return rec
+
+    def last(self) -> dict | None:
+        return self.captured[-1] if self.captured else None
+
+
+def stacks_app(exporter, token: str | None = None):
+    """WSGI app for GET /debug/stacks: the stacks now, then the last hang's capture."""
+    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+
+    def app(environ, start_response):
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Allow", "GET"), ("Content-Type", "text/plain")])
+            return [b"GET only\n"]
+        denied = access(environ, token)
+        if denied is not None:
+            start_response(denied[0], [("Content-Type", "text/plain")])
+            return [denied[1].encode()]
+        body = dump_stacks(f"# rl-exporter stacks on demand: run {exporter.run}, pid {os.getpid()}\n")
+        watch = getattr(exporter, "hang_watch", None)
+        last = watch.last() if watch is not None else None
+        if last is not None:
+            body += "\n\n# last hang capture\n" + last["stacks"]
+        data = body.encode("utf-8", "replace")[:2 * MAX_DUMP_BYTES + 4096]
+        start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"),
+                                  ("Content-Length", str(len(data)))])
+        return [data]
+    return app
