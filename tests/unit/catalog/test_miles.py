@@ -63,7 +63,7 @@ PATTERN_INSTANCES = {
         ("rollout/error_cat/timeout", "rl_reward_category_ratio", {"category": "timeout"}),
         ("rollout/dynamic_filter/drop_zero_std", "rl_dynamic_filter_dropped", {"reason": "zero_std"}),
         ("rollout/correct_length/p75", "rl_response_length_tokens", {"subset": "correct", "stat": "p75"}),
-        ("rollout/raw_reward", "rl_reward", {}),
+        ("rollout/raw_reward", "rl_score", {}),
         ("perf/eval_rollout_time", "rl_phase_duration_seconds", {"phase": "eval_rollout"}),
         ("perf/request/queue_time/median", "rl_inference_request_duration_seconds",
          {"phase": "request", "step": "queue_time", "stat": "median"}),

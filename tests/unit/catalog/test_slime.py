@@ -64,8 +64,9 @@ PATTERN_INSTANCES = {
          {"subset": "correct", "stat": "p100"}),
     ],
     r"^rollout/(?P<field>[^/]+)$": [
-        # seed 002: raw_reward is "the mean reward of the step"; rewards are group-normalised
-        ("rollout/raw_reward", "rl_reward", {}),
+        # the Miles lab ranges: raw_reward is "the mean reward of the step" (the raw task score,
+        # as veRL critic/score); rewards are group-normalised
+        ("rollout/raw_reward", "rl_score", {}),
         ("rollout/rewards", "rl_normalized_reward", {}),
         ("rollout/truncated", "rl_response_truncated_ratio", {}),
         ("rollout/log_probs", "rl_token_logprob", {"policy": "current"}),
