@@ -7,6 +7,7 @@ from .common import (AGENTIC, ASYNC, CONSISTENCY, CRITIC, MOE, PREFERENCE, heatm
                      ts)
 from .model import Dashboard, Query, Row
 
+SCORE_CENTERING = "the run enables score centering (posttrain rl.score_centering.enabled)"
 RM = "the run trains a reward model (rm/* keys) or logs eval copies of its preference accuracy"
 
 ROWS = [
@@ -59,21 +60,25 @@ ROWS = [
     ]),
     Row("PPO critic", [
         ts("Value loss", "Critic loss.",
-           "below 1.0 and falling (seed 004 section 12, heuristic).",
+           "falling: 10-100 early, 0.1-10 later, below 1 once converged (the veRL metrics guide; "
+           "the blue line marks 1).",
            q(mean("rl_value_loss")), unit="none", decimals=3, gate=CRITIC,
-           thresholds=[(None, "green"), (1, "yellow")], width=6),
+           thresholds=[(None, "green"), (1, "blue")], width=6),
         ts("Explained variance", "1 - Var(returns - values)/Var(returns).",
-           "above 0.7 (seed 004 section 12, heuristic); below 0 the critic is worse than a constant.",
+           "-1.0 to 0.2 early, above 0.7 once converged (the veRL metrics guide); below 0 after "
+           "warm-up the critic is worse than a constant (RLCriticNotLearning). Lines at 0 and 0.7.",
            q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
-           thresholds=[(None, "red"), (0, "orange"), (0.3, "yellow"), (0.7, "green")], width=6),
+           thresholds=[(None, "blue"), (0, "blue"), (0.7, "green")], width=6),
         ts("Value prediction vs return", "Mean value prediction and mean return.",
            "the curves track each other (seed 004 section 11.3 panel 3).",
            q(mean("rl_value"), "{{run}} value"), q(mean("rl_return"), "{{run}} return"),
            unit="none", decimals=3, gate=CRITIC, width=6),
         ts("Critic clip fraction, gradient norm and LR",
            "Value clip fraction, critic gradient norm and critic learning rate.",
-           "clip fraction low; the critic LR follows its schedule (raise it when the critic lags, "
-           "seed 001 section 3).",
+           "value clip fraction 0-0.5, usually below 0.2 (above 0.5 restricts the value update: "
+           "RLValueClipFractionHigh); critic gradient norm 0.1-100, usually above the actor's "
+           "(the veRL metrics guide); the critic LR follows its schedule (raise it when the critic "
+           "lags, the RL metrics dictionary).",
            q(mean("rl_value_clip_ratio"), "{{run}} value clip"),
            q(mean("rl_critic_grad_norm"), "{{run}} grad norm"),
            q(mean("rl_critic_learning_rate"), "{{run}} lr"),
@@ -131,6 +136,40 @@ ROWS = [
         ts("Tokens measured", "Tokens the log-prob gap was measured over.",
            "above 0; 0 means no data, not no gap.",
            q(mean("rl_train_inference_tokens")), unit="short", min=0, gate=CONSISTENCY),
+        ts("Extreme-token tails and non-finite log-probs",
+           "Share of compared tokens whose |log pi_train - log pi_rollout| exceeds each threshold "
+           "(AReaL ratio_outside_{1.5..10}: the extreme-token fraction of Rollout Routing Replay; "
+           "posttrain gt0p5), and the share of valid tokens with a NaN or infinite log-prob.",
+           "tails small and flat (no source gives a range: compare with your own runs); non-finite "
+           "exactly 0 (AReaL metrics tracking: with any, the tails are NaN). Non-finite on every "
+           "recent step: RLTrainInferenceNonFinite.",
+           q(sel("rl_train_inference_logprob_tail_ratio", 'stat="", split=""'), "{{run}} > {{threshold}} nats"),
+           q(mean("rl_train_inference_nonfinite_ratio"), "{{run}} non-finite"),
+           unit="percentunit", min=0, gate=CONSISTENCY, width=24,
+           thresholds=[(None, "green"), (1e-9, "red")]),
+    ]),
+    Row("Score centering (posttrain rl.score_centering)", [
+        ts("Head mass seen by the sampler's top-k",
+           "Mean probability mass inside the sampler's top-k head: the sampler's (q) and the "
+           "trainer's (p), train/sc_head_mass_q|p.",
+           "at or above 0.99 (the posttrain metrics reference reports >= 0.99 at k = 128); lower "
+           "means the head form sees less of the sampling distribution: raise k.",
+           q(sel("rl_score_centering_head_mass_ratio", 'stat="", split=""'), "{{run}} {{engine}}"),
+           unit="percentunit", min=0, max=1, gate=SCORE_CENTERING, width=8,
+           thresholds=[(None, "yellow"), (0.99, "green")]),
+        ts("Tail-mass ratio rho", "rho = q_tail / p_tail: token mean and the step's largest.",
+           "1 when sampler and trainer agree (the posttrain metrics reference); a large max is a "
+           "confident trainer against an unsure sampler, where the 1e-6 floor bites. Line at 1.",
+           q(sel("rl_score_centering_tail_mass_ratio", 'split=""'), "{{run}} {{stat}}"),
+           unit="none", decimals=3, min=0, gate=SCORE_CENTERING, width=8,
+           thresholds=[(None, "green"), (1, "blue")]),
+        ts("Correction and token weight",
+           "Mean |correction| (exactly 0 when q == p) and the composed sampled-token weight "
+           "(exactly 1 under compose=none).",
+           "correction near 0, weight near 1 (the posttrain metrics reference).",
+           q(mean("rl_score_centering_correction_abs"), "{{run}} |correction|"),
+           q(mean("rl_score_centering_token_weight"), "{{run}} token weight"),
+           unit="none", decimals=4, gate=SCORE_CENTERING, width=8),
     ]),
 ]
 

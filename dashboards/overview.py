@@ -35,6 +35,8 @@ ALERT_TABLE_TRANSFORMS = [
         "renameByName": {}}},
 ]
 
+ALLOCATED_PEAK = sel("rl_gpu_memory_peak_bytes", 'kind="allocated"')
+
 ROWS = [
     Row("Firing alerts", [
         table("Firing alerts for the selected runs",
@@ -134,18 +136,24 @@ ROWS = [
            "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, seed 001 section 2.4) means the "
            "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (seed 001, heuristic).",
            q(mean("rl_reference_kl"), "{{run}} kl", gate=REFERENCE_KL),
+           q(mean("rl_reward_kl_penalty"), "{{run}} in-reward kl",
+             gate="the KL is folded into the reward (veRL use_kl_in_reward, slime --kl-coef)"),
            unit="none", decimals=4, min=0,
            thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")]),
         ts("Clip fraction",
            "Fraction of tokens where the PPO ratio clip bound the update: either bound, and per "
            "bound where the framework splits it (veRL pg_clipfrac_lower is the dual clip).",
-           "0.05-0.30 (seed 004 section 12, heuristic; seed 001 section 2.5 says 0.1-0.3). Above "
-           "0.3 for long: steps too large, lower the LR. Near 0 for long: converged or LR too "
-           "small. Exactly 0 is expected with one mini-batch per step.",
+           "0.05-0.30 (the veRL metrics guide; the RL metrics dictionary says 0.1-0.3). Above "
+           "0.3 for long: steps too large, lower the LR; above 0.5 severe. Near 0 for long: converged "
+           "or LR too small, but exactly 0 is expected with one mini-batch per step (the Miles lab "
+           "runs: 0 at every step). The dual clip (pg_clipfrac_lower) is usually below 0.1. Under "
+           "GSPO the sequence rate is the one the objective acts on.",
            q(mean("rl_policy_clip_ratio", 'bound=""'), "{{run}} clip"),
            q(mean("rl_policy_clip_ratio", 'bound!=""'), "{{run}} {{bound}}"),
+           q(mean("rl_policy_sequence_clip_ratio"), "{{run}} sequences (GSPO)",
+             gate="the run clips per sequence (GSPO, posttrain train/seq_clip_frac)"),
            unit="percentunit", min=0, max=1,
-           thresholds=[(None, "yellow"), (0.05, "green"), (0.3, "red")]),
+           thresholds=[(None, "green"), (0.3, "yellow"), (0.5, "red")]),
         ts("Learning rate",
            "Policy learning rate in use, per parameter group where logged.",
            "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
@@ -169,16 +177,18 @@ ROWS = [
     Row("4. Critic (PPO; empty for GRPO)", [
         ts("Value loss",
            "Critic (value function) loss.",
-           "below 1.0 and falling (seed 004 section 12, heuristic). Rewards rising while the value "
+           "falling: 10-100 early, 0.1-10 later, below 1 once converged (the veRL metrics guide; the "
+           "blue line marks 1). Rewards rising while the value "
            "loss does not fall: the critic lags the actor, raise its LR (seed 001 section 3).",
            q(mean("rl_value_loss")), unit="none", decimals=3, gate=CRITIC,
-           thresholds=[(None, "green"), (1, "yellow")]),
+           thresholds=[(None, "green"), (1, "blue")]),
         ts("Explained variance",
            "1 - Var(returns - values)/Var(returns).",
-           "above 0.7 and rising (seed 004 sections 11.1 and 12, heuristic); below 0.3 the critic "
-           "learns too little; below 0 it is worse than a constant (seed 004 section 11.4).",
+           "-1.0 to 0.2 early, 0.2-0.8 later, above 0.7 once converged (the veRL metrics guide); "
+           "below 0 after warm-up the critic is worse than a constant (RLCriticNotLearning, after "
+           "step 50). Lines at 0 and 0.7.",
            q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
-           thresholds=[(None, "red"), (0, "orange"), (0.3, "yellow"), (0.7, "green")]),
+           thresholds=[(None, "blue"), (0, "blue"), (0.7, "green")]),
         ts("Value prediction vs return",
            "Mean critic value prediction beside the mean return (seed 004 section 11.3 panel 3).",
            "the two curves track each other; a wide, persistent gap means the critic is not "
@@ -196,14 +206,15 @@ ROWS = [
         ts("Truncation and aborts",
            "Fraction of responses cut at the length limit, prompts cut at the prompt limit, and "
            "aborted samples.",
-           "a few percent at most (this project's heuristic; seed 002's lab setup saw 0.02-0.43). High response "
-           "truncation: raise max_response_length; high prompt truncation: check the data; high "
-           "aborts: check sampling parameters (seed 001 section 4).",
+           "response truncation below 0.5 (the Miles lab runs saw 0.02-0.43 healthy; the veRL "
+           "metrics guide: < 0.1 ideal, 0.1-0.3 acceptable, > 0.5 raise max_response_length; 0.85 "
+           "its example of far too many); prompt truncation below 0.05. High prompt truncation: "
+           "check the data; high aborts: check sampling parameters (the RL metrics dictionary).",
            q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} response truncated"),
            q(mean("rl_prompt_truncated_ratio"), "{{run}} prompt truncated"),
            q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
            unit="percentunit", min=0, max=1,
-           thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+           thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")]),
         ts("Prompt length",
            "Prompt length: mean and min/max over the batch.",
            "stable; it is data, so it changes only when the data mix changes.",
@@ -326,13 +337,16 @@ ROWS = [
            "Total power draw over the run's GPUs.",
            "steady near the power limit under load; a drop with steady step time means GPUs wait.",
            q(f"sum by (run) ({sel(n.GPU_POWER)})"), unit="watt", min=0, gate=GPU),
-        bars("GPU memory used (share of limit)",
-             "Per GPU: NVML memory used as a share of its limit.",
-             "below 0.9 (this project's heuristic): above it a longer batch can OOM.",
-             qi(f"{sel(n.GPU_MEMORY_USAGE)} / {sel(n.GPU_MEMORY_LIMIT)}",
-                "{{run}} gpu{{gpu}}"),
+        bars("GPU memory: the trainer's peak allocated (share of the device)",
+             "Per run: the trainer's own peak allocated memory (veRL perf/max_memory_allocated_gb) "
+             "as a share of the smallest GPU's memory. NVML usage is no OOM signal: a rollout "
+             "engine pre-allocates its KV cache, so a healthy job sits at about 95 % (GPU dashboard).",
+             "below 0.95 (RLGPUMemoryNearFull); close to the device total the next long batch OOMs "
+             "(the veRL metrics guide, problem 3).",
+             qi(f"max by (run) ({ALLOCATED_PEAK}) / on (run) min by (run) ({sel(n.GPU_MEMORY_LIMIT)})",
+                "{{run}} allocated peak"),
              unit="percentunit", min=0, max=1, gate=GPU, width=24, height=6,
-             thresholds=[(None, "green"), (0.8, "yellow"), (0.9, "red")]),
+             thresholds=[(None, "green"), (0.9, "yellow"), (0.95, "red")]),
     ]),
 ]
 
