@@ -1,6 +1,6 @@
 """Algorithm-specific views: DPO/KTO/SimPO, reward-model training, PPO critic,
 multi-turn/agentic, async staleness, MoE balance, train/inference log-prob consistency
-(seed 001 sections 3, 5, 6, 7; seed 002; seed 004 section 11.3 panel 3)."""
+(the RL metrics dictionary, sections 3, 5, 6, 7; the Miles lab ranges; the veRL metrics guide, section 11.3 panel 3)."""
 from __future__ import annotations
 
 from .common import (AGENTIC, ASYNC, CONSISTENCY, CRITIC, MOE, PREFERENCE, heatmap, mean, q, sel,
@@ -14,16 +14,16 @@ ROWS = [
     Row("DPO / KTO / SimPO", [
         ts("Implicit reward: chosen vs rejected",
            "Implicit reward per side of the preference pair.",
-           "chosen positive and rising, rejected negative or clearly below chosen (seed 001 section 5).",
+           "chosen positive and rising, rejected negative or clearly below chosen (the RL metrics dictionary, section 5).",
            q(mean("rl_preference_reward"), "{{run}} {{side}}"), unit="none", decimals=3, gate=PREFERENCE),
         ts("Reward margin",
            "Chosen minus rejected implicit reward: the model's ability to tell the pair apart.",
            "rises steadily; still rising while validation is flat means overfitting the pairs "
-           "(seed 001 section 5).",
+           "(the RL metrics dictionary, section 5).",
            q(mean("rl_preference_reward_margin")), unit="none", decimals=3, gate=PREFERENCE),
         ts("Preference accuracy",
            "Fraction of pairs where the chosen answer gets the higher reward.",
-           "rises above 0.5; 0.99+ while evaluation does not improve is overfitting (seed 001 "
+           "rises above 0.5; 0.99+ while evaluation does not improve is overfitting (the RL metrics dictionary "
            "section 12).",
            q(mean("rl_preference_accuracy_ratio")), unit="percentunit", min=0, max=1, gate=PREFERENCE,
            thresholds=[(None, "red"), (0.5, "green"), (0.99, "yellow")]),
@@ -35,26 +35,26 @@ ROWS = [
            gate=PREFERENCE, width=12),
         ts("Preference loss",
            "The DPO/KTO/SimPO loss (loss/dpo).",
-           "falls steadily (seed 001 section 5).",
+           "falls steadily (the RL metrics dictionary, section 5).",
            q(mean("rl_loss")), unit="none", decimals=4, gate=PREFERENCE, width=12),
     ]),
     Row("Reward-model training", [
         ts("RM accuracy: train vs held-out",
            "Fraction of pairs the reward model ranks correctly, on training and held-out pairs.",
            "high and rising on both; train accuracy high while held-out or downstream PPO does not "
-           "improve means the RM overfits (seed 001 section 6).",
+           "improve means the RM overfits (the RL metrics dictionary, section 6).",
            q(mean("rl_preference_accuracy_ratio"), "{{run}} train"),
            q(sel("rl_preference_accuracy_ratio", 'stat="", split="eval"'), "{{run}} held-out"),
            unit="percentunit", min=0, max=1, gate=RM),
         ts("RM reward margin",
            "Reward the RM gives chosen minus rejected answers.",
            "clearly above 0; a margin tending to 0 means the judge no longer discriminates "
-           "(seed 001 section 6).",
+           "(the RL metrics dictionary, section 6).",
            q(mean("rl_preference_reward_margin")), unit="none", decimals=3, gate=RM,
            thresholds=[(None, "red"), (0.1, "green")]),
         ts("RM rewards per side and gradient norm",
            "Mean RM reward for chosen and rejected answers, and the RM gradient norm.",
-           "rejected clearly below chosen; gradient norm steady (seed 001 section 6).",
+           "rejected clearly below chosen; gradient norm steady (the RL metrics dictionary, section 6).",
            q(mean("rl_preference_reward"), "{{run}} {{side}}"),
            q(mean("rl_grad_norm"), "{{run}} grad norm"), unit="none", decimals=3, gate=RM),
     ]),
@@ -70,7 +70,7 @@ ROWS = [
            q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
            thresholds=[(None, "blue"), (0, "blue"), (0.7, "green")], width=6),
         ts("Value prediction vs return", "Mean value prediction and mean return.",
-           "the curves track each other (seed 004 section 11.3 panel 3).",
+           "the curves track each other (the veRL metrics guide, section 11.3 panel 3).",
            q(mean("rl_value"), "{{run}} value"), q(mean("rl_return"), "{{run}} return"),
            unit="none", decimals=3, gate=CRITIC, width=6),
         ts("Critic clip fraction, gradient norm and LR",
@@ -86,7 +86,7 @@ ROWS = [
     ]),
     Row("Multi-turn and agentic", [
         ts("Turns per sample", "Mean and max turns per sample.",
-           "about 2 for single-turn QA (seed 001 section 7); a sudden jump of the max means some "
+           "about 2 for single-turn QA (the RL metrics dictionary, section 7); a sudden jump of the max means some "
            "samples are stuck in a loop.",
            q(sel("rl_turns", 'split=""'), "{{run}} {{stat}}"), unit="short", min=0, gate=AGENTIC),
         ts("Tool calls per sample", "Mean tool calls per sample.", "steady for a fixed task mix.",
@@ -124,14 +124,14 @@ ROWS = [
     Row("Train/inference log-prob consistency", [
         ts("Log-prob gap (train vs rollout)",
            "Mean |log pi_train - log pi_rollout| per token between the trainer and the rollout engine.",
-           "small and flat: 0.0136-0.0164 with plain sampling on seed 002's lab setup (setup "
+           "small and flat: 0.0136-0.0164 with plain sampling on the Miles lab setup (setup "
            "specific; build your own range from two or three seeds). Rising on MoE is the "
            "routing-flip signature.",
            q(mean("rl_train_inference_logprob_abs_diff")), unit="none", decimals=4, min=0,
            gate=CONSISTENCY),
         ts("Train/rollout KL", "KL between the rollout engine's and the trainer's distributions "
            "at the sampled tokens.",
-           "0.00063-0.00076 on seed 002's lab setup (setup specific).",
+           "0.00063-0.00076 on the Miles lab setup (setup specific).",
            q(mean("rl_train_inference_kl"), "{{run}} {{estimator}}"), unit="none", decimals=5, min=0, gate=CONSISTENCY),
         ts("Tokens measured", "Tokens the log-prob gap was measured over.",
            "above 0; 0 means no data, not no gap.",

@@ -1,4 +1,4 @@
-"""RL run overview: the seeds' order of attention (seed 001 sections 1-12, seed 004
+"""RL run overview: the sources' order of attention (the RL metrics dictionary, sections 1-12, the veRL metrics guide
 section 11.3): firing alerts, validation, reward/score, policy health, critic, lengths,
 GRPO groups, optimizer outcome, timing, throughput, MFU, GPU summary."""
 from __future__ import annotations
@@ -64,7 +64,7 @@ ROWS = [
     Row("1. Validation: did the model get better?", [
         ts("Validation score (core)",
            "Held-out score per data source, e.g. veRL val-core/<source>/acc/mean@1: the number to "
-           "watch first (seed 001 section 1).",
+           "watch first (the RL metrics dictionary, section 1).",
            "rises steadily with the step; flat for long or falling means go back through the rows "
            "below (training process first, then data).",
            q(sel("rl_validation_score", 'tier="core"'),
@@ -73,7 +73,7 @@ ROWS = [
         ts("Validation score (aux) and loss",
            "Auxiliary held-out numbers: val-aux reward/turns and, where the trainer computes one, "
            "the held-out loss.",
-           "aux reward tracks core accuracy for rule rewards (seed 001 section 1); held-out loss "
+           "aux reward tracks core accuracy for rule rewards (the RL metrics dictionary, section 1); held-out loss "
            "falls. Aux rising while core is flat means the reward is being gamed.",
            q(sel("rl_validation_score", 'tier!="core"'),
              "{{run}} {{data_source}} {{var}}/{{estimator}}@{{n}}"),
@@ -82,15 +82,15 @@ ROWS = [
     ]),
     Row("2. Reward and score: is training improving?", [
         ts("Reward and raw score",
-           "Mean training reward (after KL shaping) and raw task score per step (seed 004 "
+           "Mean training reward (after KL shaping) and raw task score per step (the veRL metrics guide "
            "section 11.3 panel 1).",
-           "rises with the step (critic/score/mean up, seed 004 section 11.1); a sharp drop is the "
-           "reward-collapse symptom: check entropy and clip fraction next (seed 001 section 12).",
+           "rises with the step (critic/score/mean up, the veRL metrics guide, section 11.1); a sharp drop is the "
+           "reward-collapse symptom: check entropy and clip fraction next (the RL metrics dictionary, section 12).",
            q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),
            unit="none", decimals=3),
         ts("Reward range (min/max)",
            "Best and worst sequence reward in the batch.",
-           "max reaches the top score early (seed 004 section 11.4: score/max 1.0 means some "
+           "max reaches the top score early (the veRL metrics guide, section 11.4: score/max 1.0 means some "
            "samples succeed); max stuck at the floor means no sample ever succeeds.",
            q(sel("rl_reward", 'stat=~"min|max", split=""'), "{{run}} {{stat}}"),
            unit="none", decimals=3),
@@ -105,36 +105,36 @@ ROWS = [
     Row("3. Policy health: loss, gradient, entropy, KL, clipping, LR", [
         ts("Policy loss",
            "The policy-gradient (clipped surrogate) loss and, where logged, the total optimised loss.",
-           "pg_loss noisy around 0, roughly -0.01..0.01 (seed 004 section 12, heuristic); it need "
-           "not fall monotonically (seed 001 section 2.1) but a sustained climb is a problem.",
+           "pg_loss noisy around 0, roughly -0.01..0.01 (the veRL metrics guide, section 12, heuristic); it need "
+           "not fall monotonically (the RL metrics dictionary, section 2.1) but a sustained climb is a problem.",
            q(mean("rl_policy_loss"), "{{run}} policy"),
            q(mean("rl_loss"), "{{run}} total", gate=TOTAL_LOSS),
            unit="none", decimals=4),
         ts("Gradient norm",
            "Policy gradient L2 norm before clipping.",
            "fluctuates inside a steady band; a jump to more than 10x its usual level is "
-           "an explosion (seed 001 section 2.2); sitting exactly at grad_clip means the LR is too "
-           "high (seed 004 section 11.2). 0 means no gradient.",
+           "an explosion (the RL metrics dictionary, section 2.2); sitting exactly at grad_clip means the LR is too "
+           "high (the veRL metrics guide, section 11.2). 0 means no gradient.",
            q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True),
         ts("Entropy",
            "Mean token entropy of the policy, and the entropy loss term where logged.",
-           "high early, slowly decaying (seed 001 section 2.3). A fall within a few steps is policy "
+           "high early, slowly decaying (the RL metrics dictionary, section 2.3). A fall within a few steps is policy "
            "collapse; never falling means nothing is learned. Entropy loss 0.1-0.5 and slowly "
-           "falling (seed 004 section 12, heuristic).",
+           "falling (the veRL metrics guide, section 12, heuristic).",
            q(mean("rl_entropy"), "{{run}} entropy"),
            q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
            unit="none", decimals=3, min=0),
         ts("Policy KL (old vs new)",
            "Approximate KL between the sampling policy and the updated policy inside the PPO ratio "
            "(veRL actor/ppo_kl).",
-           "0.001-0.01 and stable or falling (seed 004 sections 11.1 and 12, heuristic); above "
-           "0.05 is too large (seed 004 section 11.4): lower the LR. Thresholds: yellow 0.01, red 0.05.",
+           "0.001-0.01 and stable or falling (the veRL metrics guide, sections 11.1 and 12, heuristic); above "
+           "0.05 is too large (the veRL metrics guide, section 11.4): lower the LR. Thresholds: yellow 0.01, red 0.05.",
            q(mean("rl_policy_kl")), unit="none", decimals=4, min=0,
            thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
         ts("KL to reference",
            "KL of the policy to the frozen reference: the KL loss term and the measured KL.",
-           "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, seed 001 section 2.4) means the "
-           "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (seed 001, heuristic).",
+           "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, the RL metrics dictionary, section 2.4) means the "
+           "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (the RL metrics dictionary, heuristic).",
            q(mean("rl_reference_kl"), "{{run}} kl", gate=REFERENCE_KL),
            q(mean("rl_reward_kl_penalty"), "{{run}} in-reward kl",
              gate="the KL is folded into the reward (veRL use_kl_in_reward, slime --kl-coef)"),
@@ -156,7 +156,7 @@ ROWS = [
            thresholds=[(None, "green"), (0.3, "yellow"), (0.5, "red")]),
         ts("Learning rate",
            "Policy learning rate in use, per parameter group where logged.",
-           "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
+           "follows the configured schedule (e.g. warmup then cosine decay, the RL metrics dictionary, section 2.6); "
            "flat when it should move, or suddenly 0, is a configuration bug.",
            q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
            q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}", gate=NEXT_LR),
@@ -179,7 +179,7 @@ ROWS = [
            "Critic (value function) loss.",
            "falling: 10-100 early, 0.1-10 later, below 1 once converged (the veRL metrics guide; the "
            "blue line marks 1). Rewards rising while the value "
-           "loss does not fall: the critic lags the actor, raise its LR (seed 001 section 3).",
+           "loss does not fall: the critic lags the actor, raise its LR (the RL metrics dictionary, section 3).",
            q(mean("rl_value_loss")), unit="none", decimals=3, gate=CRITIC,
            thresholds=[(None, "green"), (1, "blue")]),
         ts("Explained variance",
@@ -190,9 +190,9 @@ ROWS = [
            q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
            thresholds=[(None, "blue"), (0, "blue"), (0.7, "green")]),
         ts("Value prediction vs return",
-           "Mean critic value prediction beside the mean return (seed 004 section 11.3 panel 3).",
+           "Mean critic value prediction beside the mean return (the veRL metrics guide, section 11.3 panel 3).",
            "the two curves track each other; a wide, persistent gap means the critic is not "
-           "learning (seed 004 section 11.4, example 3).",
+           "learning (the veRL metrics guide, section 11.4, example 3).",
            q(mean("rl_value"), "{{run}} value"), q(mean("rl_return"), "{{run}} return"),
            unit="none", decimals=3, gate=CRITIC),
     ]),
@@ -200,7 +200,7 @@ ROWS = [
         ts("Response length",
            "Generated response length: mean, and min/max over the batch.",
            "stable or slowly changing. Falling length while reward rises can be reward hacking "
-           "(seed 001 section 4); max pinned at the limit means truncation (next panel).",
+           "(the RL metrics dictionary, section 4); max pinned at the limit means truncation (next panel).",
            q(sel("rl_response_length_tokens", 'subset="", split=""'), "{{run}} {{stat}}"),
            unit="short", min=0),
         ts("Truncation and aborts",
@@ -261,21 +261,21 @@ ROWS = [
            q(f"increase({sel('rl_optimizer_nonfinite_skips_total')}[{RATE}])", "{{run}} non-finite"),
            q(f"increase({sel('rl_optimizer_zero_grad_skips_total')}[{RATE}])", "{{run}} zero grad"),
            q(mean("rl_optimizer_consecutive_nonfinite_skips"), "{{run}} non-finite in a row"),
-           # no red threshold: zero-gradient skips are expected in GRPO (seed 000)
+           # no red threshold: zero-gradient skips are expected in GRPO (the posttrain metrics reference)
            unit="short", min=0, width=8),
     ]),
     Row("8. Timing: where does the step go?", [
         ts("Step time by phase (stacked)",
            "Seconds per phase of the last step, stacked (veRL timing_s/*): the stack's height is "
            "the step. Select one run to read the stack.",
-           "generation is usually the largest share (seed 001 section 9); if gen exceeds half the "
-           "step it is the bottleneck, update_actor above 0.4 of it likewise (seed 004 section 11.2).",
+           "generation is usually the largest share (the RL metrics dictionary, section 9); if gen exceeds half the "
+           "step it is the bottleneck, update_actor above 0.4 of it likewise (the veRL metrics guide, section 11.2).",
            q(sel("rl_phase_duration_seconds"), "{{run}} {{phase}}"),
            unit="s", min=0, stack=True, width=12),
         ts("Step duration",
            "Wall time of a whole training step.",
-           "steady; lower is better (seed 004 section 11.1). Above 120 s per step for a 7B model "
-           "is slow (seed 004 section 11.2, heuristic).",
+           "steady; lower is better (the veRL metrics guide, section 11.1). Above 120 s per step for a 7B model "
+           "is slow (the veRL metrics guide, section 11.2, heuristic).",
            q(mean("rl_step_duration_seconds")), unit="s", min=0, width=6),
         hist_heatmap("Phase duration distribution",
                      "Distribution of phase durations measured by timer() (one observation per "
@@ -286,8 +286,8 @@ ROWS = [
     Row("9. Throughput", [
         ts("Tokens/s per GPU",
            "Tokens processed per second per GPU (veRL perf/throughput): the core efficiency number "
-           "(seed 001 section 10).",
-           "higher is better and steady; below 50 tokens/s/GPU for a 7B model is slow (seed 004 "
+           "(the RL metrics dictionary, section 10).",
+           "higher is better and steady; below 50 tokens/s/GPU for a 7B model is slow (the veRL metrics guide "
            "section 11.2, heuristic).",
            q(mean("rl_gpu_throughput_tokens_per_second")), unit="short", min=0),
         ts("Steps per minute and tokens per step",
@@ -307,8 +307,8 @@ ROWS = [
         ts("MFU: train vs rollout",
            "Model FLOPs utilisation per role and phase: train (update) and inference (rollout), "
            "as the framework reports it or as the exporter computes it.",
-           "train MFU above 0.3 (seed 004 section 11.1, heuristic); 0.5-0.6 is typical and below "
-           "0.3 means GPUs wait on communication, data or imbalance (seed 001 section 10). Rollout "
+           "train MFU above 0.3 (the veRL metrics guide, section 11.1, heuristic); 0.5-0.6 is typical and below "
+           "0.3 means GPUs wait on communication, data or imbalance (the RL metrics dictionary, section 10). Rollout "
            "MFU is normally lower (decode is memory-bound).",
            q(sel("rl_mfu_ratio"), "{{run}} {{role}} {{phase}} ({{source}})"),
            unit="percentunit", min=0, max=1, width=12,
@@ -329,7 +329,7 @@ ROWS = [
            thresholds=[(None, "red"), (0.3, "yellow"), (0.6, "green")]),
         ts("GPU memory",
            "Peak torch memory per step (allocated/reserved) as the trainer reports it.",
-           "below the card's memory with headroom; peak close to the total precedes OOM (seed 004 "
+           "below the card's memory with headroom; peak close to the total precedes OOM (the veRL metrics guide "
            "section 11.2, problem 3).",
            q(sel("rl_gpu_memory_peak_bytes", 'stat=""'), "{{run}} peak {{kind}} {{role}}"),
            unit="bytes", min=0),
@@ -352,7 +352,7 @@ ROWS = [
 
 DASHBOARD = Dashboard(
     uid="rl-overview", title="RL run overview",
-    description="One RL run (or a few) in the order of attention of seed 001 and seed 004 "
+    description="One RL run (or a few) in the order of attention of the RL metrics dictionary and the veRL metrics guide "
                 "section 11.3: alerts, validation, reward, policy health, critic, lengths, "
                 "groups, optimizer, timing, throughput, MFU, GPUs.",
     rows=ROWS, tags=["rl-exporter", "rl"])
