@@ -7,6 +7,7 @@ from .common import (AGENTIC, ASYNC, CONSISTENCY, CRITIC, MOE, PREFERENCE, heatm
                      ts)
 from .model import Dashboard, Query, Row
 
+OLDEST_WEIGHTS = sel("rl_sample_weight_version", 'stat="min", split=""')
 SCORE_CENTERING = "the run enables score centering (posttrain rl.score_centering.enabled)"
 RM = "the run trains a reward model (rm/* keys) or logs eval copies of its preference accuracy"
 
@@ -100,8 +101,16 @@ ROWS = [
         ts("Sample staleness", "Policy versions between a sample's behaviour policy and the "
            "trained policy: mean and max.",
            "within the configured max staleness (typically 1-4 versions, this project's heuristic); a growing "
-           "max means rollouts fall behind training.",
-           q(sel("rl_sample_staleness_steps", 'split=""'), "{{run}} {{stat}}"), unit="short", min=0,
+           "max means rollouts fall behind training. Miles logs the samples' weight version instead "
+           "(training step minus weight version is the lag) and how late a dedicated-fleet "
+           "evaluation finished (the Miles lab ranges give no range).",
+           q(sel("rl_sample_staleness_steps", 'split=""'), "{{run}} {{stat}} {{reference}}"),
+           q(f"max by (run) ({sel('rl_training_step')}) - on (run) max by (run) ({OLDEST_WEIGHTS})",
+             "{{run}} weight-version lag (max)",
+             gate="the framework logs the samples' weight version (Miles rollout/weight_version)"),
+           q(mean("rl_eval_lag_steps"), "{{run}} eval lag",
+             gate="evaluation runs on a dedicated fleet (Miles eval/lag_steps)"),
+           unit="short", min=0,
            gate=ASYNC, width=12),
         ts("Importance weights correcting staleness", "Truncated importance weights applied to "
            "stale or mismatched samples.",

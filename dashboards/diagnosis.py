@@ -148,7 +148,9 @@ ROWS = [
         ts("Symptom: score", "Raw task score.", "keeps rising.",
            q(mean("rl_score")), unit="none", decimals=3, width=W),
         ts("Check first: entropy", "Mean token entropy and the entropy loss term.",
-           "slowly decaying; entropy loss 0.1-0.5 (the veRL metrics guide, section 12, heuristic).",
+           "slowly decaying, 0.1-0.5 late in training (the veRL metrics guide, which logs it as "
+           "actor/entropy_loss up to v0.3.0.post1: drawn as entropy here); the entropy loss term "
+           "is 0 without an entropy bonus (the Miles lab runs).",
            q(mean("rl_entropy"), "{{run}} entropy"),
            q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
            unit="none", decimals=3, min=0, width=W),
@@ -191,7 +193,9 @@ ROWS = [
            thresholds=[(None, "red"), (0.2, "yellow"), (0.5, "green")]),
         ts("Check next: zero-gradient skips and advantages",
            "Updates skipped for an exactly-zero gradient, and the advantage range.",
-           "no zero-gradient skips; advantages spread around 0.",
+           "some zero-gradient skips are expected in GRPO (a batch whose groups all tie; the posttrain "
+           "metrics reference), read them with the informative groups; one per step means no "
+           "signal. Advantages spread around 0.",
            q(f"increase({sel('rl_optimizer_zero_grad_skips_total')}[{RATE}])", "{{run}} zero-grad skips"),
            q(sel("rl_advantage", 'stat="max", split=""'), "{{run}} advantage max"),
            unit="none", decimals=3, width=W),

@@ -119,8 +119,10 @@ ROWS = [
         ts("Entropy",
            "Mean token entropy of the policy, and the entropy loss term where logged.",
            "high early, slowly decaying (the RL metrics dictionary, section 2.3). A fall within a few steps is policy "
-           "collapse; never falling means nothing is learned. Entropy loss 0.1-0.5 and slowly "
-           "falling (the veRL metrics guide, section 12, heuristic).",
+           "collapse; never falling means nothing is learned. The entropy loss term is framework "
+           "specific: 0 in the Miles lab runs (no entropy bonus); veRL's actor/entropy_loss up to "
+           "v0.3.0.post1 is the entropy itself and is drawn as entropy (0.1-0.5 late in training, "
+           "the veRL metrics guide).",
            q(mean("rl_entropy"), "{{run}} entropy"),
            q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
            unit="none", decimals=3, min=0),
