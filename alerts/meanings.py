@@ -18,7 +18,7 @@ MEANING: dict[str, str] = {
                     "Prometheus still scrapes the exporter, and the run has not reached its configured "
                     "total (`rl_config_value{parameter=\"total_training_steps\"}`): a finished run whose "
                     "exporter keeps serving does not page. Held {for}.",
-    "RLExporterDown": "Prometheus failed every scrape of an rl-exporter target (`up == 0`) for {for}. "
+    "RLExporterDown": "Prometheus failed every scrape of an rl-exporter target (`up == 0`) {for}. "
                       "The `run` label is the one the target last reported.",
     "RLNonFiniteLoss": "the loss, policy loss or value loss was NaN or infinite on every sample of the "
                        "shortest step window holding at least [[nonfinite_persist_steps]] steps. A lone "
@@ -119,8 +119,8 @@ MEANING: dict[str, str] = {
                              "versions older than the last published checkpoint over {recent} "
                              "(`rl_sample_staleness_steps{reference=\"\"}`; the proximal reference is "
                              "not this).",
-    "RLDataParallelImbalance": "after balancing, the busiest data-parallel rank got more than "
-                               "[[dp_imbalance_ratio]] more tokens than the least busy one on average "
+    "RLDataParallelImbalance": "after balancing, the busiest data-parallel rank's tokens exceed the "
+                               "least busy one's by more than [[dp_imbalance_ratio]] of them on average "
                                "over {recent} (veRL `global_seqlen/balanced_max` vs `balanced_min`; "
                                "the pre-balancing max/min only where no balanced figures exist), held "
                                "{for}.",
@@ -160,7 +160,7 @@ MEANING: dict[str, str] = {
     "RLRolloutLongTail": "end-to-end request latency p99 over [[engine_window]] is more than "
                          "[[long_tail_ratio]] x its p50, held {for}.",
     "RLRolloutEngineDown": "every rollout-engine target of a run (a job matching `engine_job_selector`) "
-                           "failed every scrape for {for} while the run's trainer still exports "
+                           "failed every scrape {for} while the run's trainer still exports "
                            "(`rl_run_info` present). One engine of several down while the others "
                            "serve does not page.",
 }
