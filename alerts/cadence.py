@@ -150,6 +150,7 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
     v["rl_policy_sequence_clip_ratio"] = 0.0               # on-policy: nothing clips
     v['rl_policy_clip_ratio{bound="dual"}'] = 0.0
     v["rl_train_inference_nonfinite_ratio"] = 0.0
+    v["rl_learning_rate"] = 1e-6 * (0.55 + 0.45 * math.cos(math.pi * p))   # cosine, floor 0.1
     # posttrain PPO: policy and critic optimizers advance by the same minibatches per step
     v['+rl_optimizer_steps_total{role="policy"}'] = 4
     v['+rl_optimizer_steps_total{role="critic"}'] = 4
@@ -337,6 +338,7 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLTrainInferenceNonFinite": Pathology(
         _set(rl_train_inference_nonfinite_ratio=lambda v, i, r: _u(r, 0.001, 0.01)),
         {"30s": 17, "2m": 16, "10m": 13}),
+    "RLLearningRateZero": Pathology(_set(rl_learning_rate=0.0), {"30s": 17, "2m": 16, "10m": 13}),
     "RLNoInformativeGroups": Pathology(_set(informative=lambda v, i, r: r.randint(0, 2),
                                             rl_group_zero_std_ratio=lambda v, i, r: _u(r, 0.94, 1.0)),
                                        {"30s": 16, "2m": 15, "10m": 12}),

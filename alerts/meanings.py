@@ -78,6 +78,9 @@ MEANING: dict[str, str] = {
                                "more than [[optimizer_steps_divergence]] steps apart over {recent}, "
                                "outside a critic-only warmup (`rl_actor_warmup`). They advance by the "
                                "same configured number of minibatches.",
+    "RLLearningRateZero": "the learning rate (`rl_learning_rate`) was exactly 0 on every step of "
+                          "{recent} although it was above 0 in the 4x longer window before: the "
+                          "schedule or the configuration zeroed it.",
     "RLNoInformativeGroups": "fewer than [[informative_groups_min_ratio]] of GRPO groups had differing "
                              "rewards on average over {recent} (group counts, the tied-group share, "
                              "Miles' zero-std shares or AReaL's zero-advantage token share; group "

@@ -589,6 +589,14 @@ ALERTS: list[Alert] = [
           Dur(60), "PPO's policy and critic optimizers no longer advance together.",
           f"Run {R}: policy and critic optimizer steps differ by {{{{ printf \"%.0f\" $value }}}} over "
           "the recent steps (they advance by the same number of minibatches)."),
+    # the RL metrics dictionary, section 2.6: a learning rate that suddenly drops to 0 is a
+    # configuration bug (a schedule decaying to 0 reaches it only at its last step)
+    Alert("RLLearningRateZero", "warning",
+          _recent("max_over_time", "rl_learning_rate") + " == 0\n"
+          "and on (run)\n" + _ladder(_over("max_over_time", "rl_learning_rate", baseline=True)) + " > 0",
+          Dur(60), "The learning rate dropped to exactly 0: the updates change nothing.",
+          f"Run {R}: the learning rate is {{{{ $value }}}} on every recent step after a non-zero "
+          "baseline (a schedule or configuration bug)."),
     Alert("RLNoInformativeGroups", "warning",
           "(\n"
           + _recent("avg_over_time", "rl_groups", '{{outcome="informative", split=""}}')

@@ -36,6 +36,7 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "multi-turn-runaway": {"RLMultiTurnRunaway": ()},
     "reward-hacking": {"RLLengthFallingRewardRising": ()},
     "validation-regression": {"RLValidationRegressing": ()},
+    "lr-zero": {"RLLearningRateZero": ()},
     "grad-vanishing": {"RLGradNormVanishing": ()},
     "dual-clip": {"RLDualClipFractionHigh": ()},
     "value-clip": {"RLValueClipFractionHigh": ("rl_value_clip_ratio",)},

@@ -299,6 +299,13 @@ CASES: dict[str, dict] = {
         fire=[s("rl_train_inference_nonfinite_ratio", "0x20 0.002x20")], at="40m",
         desc="Run r: 0.2% of valid tokens (at least) had a NaN or infinite log-prob on every recent step.",
         silent=[s("rl_train_inference_nonfinite_ratio", alt(0, 0.01, 20))], silent_at="40m"),
+    # the RL metrics dictionary, section 2.6: the LR suddenly at 0 is a configuration bug
+    "RLLearningRateZero": dict(
+        fire=[s("rl_learning_rate", "1e-6x30 0x20")], at="45m",
+        desc="Run r: the learning rate is 0 on every recent step after a non-zero baseline (a schedule "
+             "or configuration bug).",
+        # warm-up from 0: the baseline was 0 too, so nothing was zeroed
+        silent=[s("rl_learning_rate", "0x10 1e-7+1e-7x9 1e-6x30")], silent_at="9m"),
     "RLGPUMemoryNearFull (the trainer's peak, not NVML)": dict(
         alert="RLGPUMemoryNearFull",
         fire=[s("rl_gpu_memory_peak_bytes", "78e9x30", kind="allocated"),

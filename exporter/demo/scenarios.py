@@ -337,7 +337,13 @@ def nonfinite_logp(frame, t, rng):
     return frame
 
 
+def lr_zero(frame, t, rng):
+    frame["actor/lr"] = 0.0    # a schedule or config bug zeroes the learning rate mid-run
+    return frame
+
+
 SCENARIOS.update({
+    "lr-zero": lr_zero,
     "grad-vanishing": grad_vanishing,
     "dual-clip": dual_clip,
     "value-clip": value_clip,
