@@ -8,6 +8,7 @@
                                                   # and cadence (alerts/tests/cadence-steps.json)
     python -m alerts cadence                      # print the alert x cadence x steps table
     python -m alerts docs                         # rewrite the generated tables of docs/alerts.md
+                                                  # and the runbook's Meaning lines
     python -m alerts --check                      # CI: committed files current, names in catalog,
                                                   # runbook anchors resolve
 """
@@ -67,8 +68,8 @@ def main(argv=None) -> int:
         return 1 if problems else 0
     if a.command == "docs":
         from . import docs
-        docs.DOC.write_text(docs.render(docs.DOC.read_text()))
-        print(f"wrote {docs.DOC}")
+        docs.write()
+        print(f"wrote {docs.DOC} and {docs.RUNBOOK}")
         return 0
     if a.command == "cadence":
         from . import cadence

@@ -147,6 +147,15 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
         v["+rl_optimizer_nonfinite_skips_total"] = 1
         v["rl_optimizer_consecutive_nonfinite_skips"] = 1
     v.update(_healthy_phases_and_engine(rng, step_s, v["rl_response_truncated_ratio"]))
+    # drawn last, so adding them left every value above as it was
+    v["rl_value_clip_ratio"] = _u(rng, 0.0, 0.2)          # veRL metrics guide: usually < 0.2
+    v["rl_policy_sequence_clip_ratio"] = 0.0               # on-policy: nothing clips
+    v['rl_policy_clip_ratio{bound="dual"}'] = 0.0
+    v["rl_train_inference_nonfinite_ratio"] = 0.0
+    v["rl_learning_rate"] = 1e-6 * (0.55 + 0.45 * math.cos(math.pi * p))   # cosine, floor 0.1
+    # posttrain PPO: policy and critic optimizers advance by the same minibatches per step
+    v['+rl_optimizer_steps_total{role="policy"}'] = 4
+    v['+rl_optimizer_steps_total{role="critic"}'] = 4
     return v
 
 
@@ -223,7 +232,8 @@ _KEYS = {"kl_max": 'rl_reference_kl{stat="max"}', "informative": 'rl_groups{outc
          "peak": 'rl_gpu_memory_peak_bytes{kind="allocated"}', "usage": "@hw_gpu_memory_usage_bytes",
          "thermal": '~hw_gpu_clock_event_seconds_total{reason="thermal"}', "turns_max": 'rl_turns{stat="max"}',
          "zero_grad": "+rl_optimizer_zero_grad_skips_total", "skips": "+rl_optimizer_nonfinite_skips_total",
-         "consecutive": "rl_optimizer_consecutive_nonfinite_skips"}
+         "consecutive": "rl_optimizer_consecutive_nonfinite_skips",
+         "critic_steps": '+rl_optimizer_steps_total{role="critic"}'}
 
 
 def _nan_loss(v, i, rng):
@@ -321,6 +331,16 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLGradNormExplosion": Pathology(_set(rl_grad_norm=lambda v, i, r: _u(r, 40, 120)),
                                      {"30s": 11, "2m": 10, "10m": 8}),
     "RLGradNormZero": Pathology(_set(rl_grad_norm=0.0, zero_grad=1), {"30s": 15, "2m": 13, "10m": 12}),
+    "RLGradNormVanishing": Pathology(_set(rl_grad_norm=lambda v, i, r: _u(r, 0.001, 0.008)),
+                                     {"30s": 17, "2m": 16, "10m": 13}),
+    # the critic's optimizer stops stepping while the policy's goes on
+    "RLOptimizerStepsDiverge": Pathology(_set(critic_steps=0), {"30s": 5, "2m": 4, "10m": 4}),
+    "RLValueClipFractionHigh": Pathology(_set(rl_value_clip_ratio=lambda v, i, r: _u(r, 0.6, 0.8)),
+                                         {"30s": 13, "2m": 12, "10m": 11}),
+    "RLTrainInferenceNonFinite": Pathology(
+        _set(rl_train_inference_nonfinite_ratio=lambda v, i, r: _u(r, 0.001, 0.01)),
+        {"30s": 17, "2m": 16, "10m": 13}),
+    "RLLearningRateZero": Pathology(_set(rl_learning_rate=0.0), {"30s": 17, "2m": 16, "10m": 13}),
     "RLNoInformativeGroups": Pathology(_set(informative=lambda v, i, r: r.randint(0, 2),
                                             rl_group_zero_std_ratio=lambda v, i, r: _u(r, 0.94, 1.0)),
                                        {"30s": 16, "2m": 15, "10m": 12}),

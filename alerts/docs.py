@@ -1,15 +1,20 @@
-"""Generated blocks of docs/alerts.md (alert table, why each critical pages, cadence table).
+"""Generated blocks of docs/alerts.md (alert table, why each critical pages, cadence table) and
+the Meaning line of every alert in exporter/rules/runbook.md (alerts/meanings.py).
 
     python -m alerts docs        # rewrite the blocks between <!-- name:start --> and <!-- name:end -->
+                                 # and the runbook's Meaning lines
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from exporter import rules as shipped
+
 from .rules import ALERTS, duration
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "alerts.md"
+RUNBOOK = shipped.RUNBOOK
 
 
 def alerts_table() -> str:
@@ -23,7 +28,8 @@ def alerts_table() -> str:
 
 
 def criticals() -> str:
-    return "\n".join(f"- **{a.name}**: {a.why_critical}" for a in ALERTS if a.severity == "critical")
+    from .meanings import fill
+    return "\n".join(f"- **{a.name}**: {fill(a.why_critical)}" for a in ALERTS if a.severity == "critical")
 
 
 def blocks() -> dict[str, str]:
@@ -40,10 +46,21 @@ def render(text: str) -> str:
     return text
 
 
+def write() -> None:
+    from .meanings import render_runbook
+    DOC.write_text(render(DOC.read_text()))
+    RUNBOOK.write_text(render_runbook(RUNBOOK.read_text()))
+
+
 def problems() -> list[str]:
+    from .meanings import missing, render_runbook
     text = DOC.read_text()
     try:
         want = render(text)
     except ValueError as e:
         return [str(e)]
-    return [] if want == text else ["docs/alerts.md tables differ from the rules; run `python -m alerts docs`"]
+    out = [] if want == text else ["docs/alerts.md tables differ from the rules; run `python -m alerts docs`"]
+    runbook = RUNBOOK.read_text()
+    if render_runbook(runbook) != runbook:
+        out.append("exporter/rules/runbook.md Meaning lines differ from alerts/meanings.py; run `python -m alerts docs`")
+    return out + missing()

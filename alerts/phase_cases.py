@@ -100,11 +100,32 @@ PHASE_CASES: dict[str, dict] = {
         fire=[{"series": 'up{job="rl-rollout-engine", instance="e:8000", run="r"}', "values": "1x10 0x20"},
               {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r", framework="verl"}',
                "values": "1x30"}],
-        at="25m", labels={"job": "rl-rollout-engine", "instance": "e:8000"},
-        desc="Run r: rollout engine e:8000 is down (up == 0) while the trainer still exports.",
+        at="25m", desc="Run r: all 1 rollout engine targets are down while the trainer still exports.",
         # the whole run ended: trainer and engine gone together
         silent=[{"series": 'up{job="rl-rollout-engine", instance="e:8000", run="r"}', "values": "1x10 0x20"},
                 {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r"}',
                  "values": "1x10 _x20"}],
         silent_at="25m"),
+    # one engine of two down while the other serves: slower rollouts, not a page
+    "RLRolloutEngineDown (one engine of several)": dict(
+        alert="RLRolloutEngineDown",
+        fire=[{"series": 'up{job="rl-rollout-engine", instance="e0:8000", run="r"}', "values": "1x10 0x20"},
+              {"series": 'up{job="rl-rollout-engine", instance="e1:8000", run="r"}', "values": "1x12 0x18"},
+              {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r", framework="verl"}',
+               "values": "1x30"}],
+        at="25m", desc="Run r: all 2 rollout engine targets are down while the trainer still exports.",
+        silent=[{"series": 'up{job="rl-rollout-engine", instance="e0:8000", run="r"}', "values": "1x10 0x20"},
+                {"series": 'up{job="rl-rollout-engine", instance="e1:8000", run="r"}', "values": "1x30"},
+                {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r", framework="verl"}',
+                 "values": "1x30"}],
+        silent_at="25m"),
+    # a pause of the whole run (the Miles lab's heat guard, timed as a phase) holds gen open
+    "RLPhaseHung (a heat-guard pause is not a hang)": dict(
+        alert="RLPhaseHung",
+        fire=[s(START, "_x9 600x40", phase="gen"), s(MEDIAN, "120x50", phase="gen")],
+        at="35m", labels={"phase": "gen"},
+        desc="Run r: phase gen has been open for 25m 0s, over 6x its recent median and the floor.",
+        silent=[s(START, "_x9 600x40", phase="gen"), s(MEDIAN, "120x50", phase="gen"),
+                s(START, "_x9 " + " ".join(["NaN"] * 15) + " 1500x20", phase="heat_guard")],
+        silent_at="35m"),
 }

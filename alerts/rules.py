@@ -97,6 +97,16 @@ CONFIG: dict[str, object] = {
     # seed 004 section 1.2: clip fraction 0.05-0.30 ideal, 0.30-0.50 too much clipping,
     # > 0.50 severe; the issue names 0.3 as the heuristic default.
     "clip_ratio_high": 0.3,
+    # GSPO (importance_sampling_level=sequence): the share of responses the clip touched is the
+    # rate the objective acts on (posttrain metrics reference, train/seq_clip_frac). No source
+    # gives a range for it; the token bound is the default. Tune it for your clip range.
+    "sequence_clip_ratio_high": 0.3,
+    # veRL metrics guide section 1.4: pg_clipfrac_lower (dual clip, clip_ratio_c = 3) is usually
+    # below 0.1 and rarely triggers. Info: "usually" is no failure statement.
+    "dual_clip_ratio_high": 0.1,
+    # veRL metrics guide section 2.2: vf_clipfrac 0-0.5, usually < 0.2; > 0.5 restricts the
+    # value update.
+    "value_clip_ratio_high": 0.5,
     # ---- gradients
     # Gradient explosion: recent mean grad norm this many times its baseline mean (seed 002
     # measured 0.35-4.95 in one healthy run, so the absolute value says little).
@@ -107,6 +117,14 @@ CONFIG: dict[str, object] = {
     # Zero gradient: seed 000 expects some zero-grad skips in GRPO (tied groups); this share
     # of the recent steps skipped means no learning signal.
     "zero_grad_skip_share": 0.9,
+    # veRL metrics guide section 1.7: grad_norm < 0.01 = vanishing gradient, learning stalls
+    # (the RL metrics dictionary: "the slope is too small to walk"). Every step of the recent
+    # window below it, and not exactly 0 (that is RLGradNormZero).
+    "grad_norm_vanishing": 0.01,
+    # posttrain metrics reference (PPO): policy and critic optimizer counters advance by the
+    # same configured number of minibatches per collected batch. More than this many steps
+    # apart over the recent window is a role that silently stopped (or skipped) updating.
+    "optimizer_steps_divergence": 0.5,
     # ---- GRPO groups (seed 000: watch informative groups first)
     "informative_groups_min_ratio": 0.1,
     # Dynamic sampling (DAPO-style filtering): the share of draws the filter keeps.
@@ -139,6 +157,10 @@ CONFIG: dict[str, object] = {
     "train_inference_kl_min": 0.002,
     # ---- async / balance (no seed gives a range; set to your trainer's bound)
     "staleness_max_steps": 4,
+    # The train/inference gap of stale samples includes policy drift, not only engine
+    # disagreement (AReaL metrics tracking, train_infer): a mismatch rise that comes with a
+    # staleness rise of at least this many versions over the same windows is drift.
+    "mismatch_staleness_rise": 1,
     "dp_imbalance_ratio": 0.5,         # balanced_max / balanced_min - 1 (veRL after balancing)
     # MoE: a layer's max/ideal load this many times its own baseline. With 64-128 experts
     # max/ideal is routinely 2-4, so an absolute bound pages on healthy models.
@@ -147,6 +169,11 @@ CONFIG: dict[str, object] = {
     # the issue names MFU > 30 % as the heuristic)
     "mfu_low": 0.3,
     "throughput_drop_ratio": 0.5,
+    # Phase names a run uses to report a pause of the whole run (the Miles lab's heat guard:
+    # `with exporter.timer("heat_guard"):` around the cool-down). The Miles lab ranges hold only
+    # for steps no heat-guard pause touched, so a step window a pause touched is no timing
+    # evidence: RLThroughputDrop skips it, and RLPhaseHung does not count a pause as a hang.
+    "pause_phases": "pause|heat_guard|thermal_pause",
     # ---- GPU (seed 004 problem 3: max_memory close to total memory = OOM next)
     # NVML usage alone is ~95 % on a healthy RL job (the rollout engine pre-allocates its KV
     # cache, the caching allocator keeps what it reserved): read the trainer's peak allocated
@@ -230,6 +257,8 @@ def _alternatives(fn, alts, by="run", baseline=False) -> str:
 
 
 READY = "run:rl_step_window:baseline_steps"
+STALE_SEL = '{{stat="", split="", reference=""}}'
+
 
 
 def _pair(name: str, alts, by: str = "run", fn: str = "avg_over_time",
@@ -263,7 +292,11 @@ def _recordings() -> list[Recording]:
         Recording("run:rl_grad_norm:max_baseline",
                   _ladder(_over("max_over_time", "rl_grad_norm", baseline=True)) + f"\nand on (run) {READY}"),
         # one name for the KL to the reference (veRL actor/kl_loss, slime kl_loss, TRL kl)
-        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY)]),
+        # ... or, where a run logs none, the KL it folds into the reward (veRL use_kl_in_reward:
+        # actor/reward_kl_penalty, critic/kl; slime/Miles rollout/kl), before the coefficient.
+        # AReaL's kl_rewards is the negative per-token penalty and never crosses a KL bound;
+        # TRL's non_score_reward is a sum (stat="sum") and not selected.
+        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY), ("rl_reward_kl_penalty", PRIMARY)]),
         Recording("run:rl_reference_kl_max:avg_baseline",
                   _ladder(_over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
                   + f"\nand on (run) {READY}"),
@@ -273,7 +306,15 @@ def _recordings() -> list[Recording]:
         *_pair("rl_throughput", [("rl_gpu_throughput_tokens_per_second", PRIMARY),
                                  ("rl_throughput_tokens_per_second", PRIMARY)], by="run, phase"),
         *_pair("rl_train_inference_logprob_abs_diff", [("rl_train_inference_logprob_abs_diff", PRIMARY)]),
-        *_pair("rl_train_inference_kl", [("rl_train_inference_kl", PRIMARY)]),
+        # one estimator at a time (AReaL logs k1, k2 and k3; veRL k1 and k3): k3 where the run
+        # logs it (Miles train_rollout_kl, veRL rollout_corr/k3_kl, AReaL kl_k3), k1 only where
+        # it logs nothing else (OpenRLHF vllm_kl). k1 is signed, so a mean across estimators hides
+        # a real k3 rise behind a negative k1.
+        *_pair("rl_train_inference_kl", [("rl_train_inference_kl", '{{stat="", split="", estimator="k3"}}'),
+                                         ("rl_train_inference_kl", '{{stat="", split="", estimator="k1"}}')]),
+        # staleness against the last published checkpoint (AReaL theta, reference=""), not the
+        # proximal policy's (reference="proximal"): two references, never averaged together
+        *_pair("rl_sample_staleness_steps", [("rl_sample_staleness_steps", STALE_SEL)]),
         *_pair("rl_preference_reward_margin", [("rl_preference_reward_margin", PRIMARY)]),
         *_pair("rl_moe_load_imbalance_ratio", [("rl_moe_load_imbalance_ratio", PRIMARY)], by="run, layer"),
         # turns: the per-step maximum where logged (veRL num_turns/max), else the mean (AReaL
@@ -378,6 +419,25 @@ def _increase_recent(counter_sel: str, by: str = "run") -> str:
     return _ladder(f"max by ({by}) (increase({counter_sel}[{{W}}]))", by=by)
 
 
+_PAUSE_OPEN = 'rl_phase_in_progress_start_timestamp_seconds{{phase=~"{pause_phases}"}}'
+_PAUSE_TIME = 'rl_phase_duration_seconds{{phase=~"{pause_phases}"}}'
+
+
+def _paused() -> str:
+    """Runs where a pause phase (pause_phases) was open at some scrape, or a pause's duration
+    was published, in the recent step window or its baseline window (ladder)."""
+    parts = []
+    for rng in ("[{W}]", "[{BW}] offset {W}"):
+        parts.append(f"max by (run) (max_over_time({_PAUSE_OPEN}{rng}) > 0)")
+        parts.append(f"max by (run) (changes({_PAUSE_TIME}{rng}) > 0)")
+    return _ladder(" or ".join(parts))
+
+
+# A run that reached its configured total steps (rl_config_value{parameter="total_training_steps"},
+# captured by the integrations) has finished, not stalled.
+_FINISHED = ("(max by (run) (rl_training_step) >= on (run) max by (run) "
+             "(rl_config_value{{parameter=\"total_training_steps\"}} > 0))")
+
 TRUNC_SEL = '{{stat="", split="", subset=""}}'
 CLIP_SEL = '{{stat="", split="", bound=""}}'
 CONFIG_SEL = 'rl_config_value{{parameter="{}"}}'
@@ -389,14 +449,17 @@ ALERTS: list[Alert] = [
           "  clamp_min({stall_step_factor} * {time_scale}max by (run) "
           "(max_over_time(rl_step_duration_seconds{{stat=\"\", split=\"\"}}[{w4}])), "
           "{stall_floor_seconds})\n"
-          "  or on (run) (0 * run:rl_training_step_timestamp_seconds:age + {stall_floor_seconds})\n)",
+          "  or on (run) (0 * run:rl_training_step_timestamp_seconds:age + {stall_floor_seconds})\n)\n"
+          # a finished run (last step == the configured total) whose exporter still serves
+          "unless on (run)\n" + _FINISHED,
           Dur(300), "An RL run stopped advancing its training step while its exporter is up.",
           f"Run {R} has not advanced its training step for {{{{ $value | humanizeDuration }}}} "
           "(longer than max(floor, k x its longest recent step)).",
-          why_critical="Certain: the step counter is the run's own, read from a live exporter. "
-                       "Persistent: no step for max(30 min, 5x the longest step of 5 h 20 min), so no "
-                       "checkpoint or validation pause qualifies. Fatal: GPUs are held and nothing "
-                       "trains."),
+          why_critical="Certain: the step counter is the run's own, read from a live exporter, and "
+                       "the run has not reached its configured total steps (a finished run whose "
+                       "exporter keeps serving does not page). Persistent: no step for max(30 min, "
+                       "5x the longest step of 5 h 20 min), so no checkpoint or validation pause "
+                       "qualifies. Fatal: GPUs are held and nothing trains."),
     Alert("RLExporterDown", "critical",
           "max by (job, instance, run) (last_over_time(rl_run_info[{w4}]))\n"
           "* on (job, instance) group_left ()\n"
@@ -417,7 +480,8 @@ ALERTS: list[Alert] = [
           f"Run {R} reports {{{{ $labels.metric }}}} non-finite on every step of the last "
           "[[nonfinite_persist_steps]] or more (value {{ $value }}).",
           why_critical="Certain: NaN/Inf is not a statistical judgement. Persistent: every evaluation "
-                       "over a window holding >= 5 steps saw it, so a lone skipped step cannot page. "
+                       "over a window holding >= [[nonfinite_persist_steps]] steps saw it, so a lone skipped step "
+                       "cannot page. "
                        "Fatal: a loss that stays non-finite means the weights or the optimizer state "
                        "are poisoned; every further step is wasted."),
     Alert("RLOptimizerNonFiniteSkips", "critical",
@@ -425,8 +489,8 @@ ALERTS: list[Alert] = [
           "{nonfinite_consecutive_skips}",
           Dur(60), "The optimizer keeps rejecting updates for a non-finite loss or gradient.",
           f"Run {R} skipped {{{{ $value }}}} updates in a row for a non-finite loss or gradient.",
-          why_critical="Certain: the trainer's own finite-gradient guard counts it. Persistent: >= 5 "
-                       "rejections in a row (the counter resets on the first update that lands). "
+          why_critical="Certain: the trainer's own finite-gradient guard counts it. Persistent: >= "
+                       "[[nonfinite_consecutive_skips]] rejections in a row (the counter resets on the first update that lands). "
                        "Fatal: no update lands, the run trains nothing."),
     Alert("RLNonFiniteGradSkipped", "warning",
           _increase_recent('rl_exporter_nonfinite_values_total{{metric="rl_grad_norm"}}')
@@ -477,9 +541,17 @@ ALERTS: list[Alert] = [
           f"Run {R}: kl_max / kl_mean = {{{{ printf \"%.0f\" $value }}}}, kl_max far above its "
           "baseline, and the gradient norm above anything in the baseline window."),
     Alert("RLClipFractionHigh", "warning",
-          _recent("avg_over_time", "rl_policy_clip_ratio", CLIP_SEL) + " > {clip_ratio_high}",
-          Dur(60), "The PPO ratio clip binds a large share of tokens for many steps.",
+          _recent("avg_over_time", "rl_policy_clip_ratio", CLIP_SEL) + " > {clip_ratio_high}\nor\n"
+          + _recent("avg_over_time", "rl_policy_sequence_clip_ratio") + " > {sequence_clip_ratio_high}",
+          Dur(60), "The PPO ratio clip binds a large share of tokens (or, under GSPO, of responses) "
+          "for many steps.",
           f"Run {R}: clip fraction is {{{{ printf \"%.2f\" $value }}}} on average over the recent steps."),
+    Alert("RLDualClipFractionHigh", "info",
+          _recent("avg_over_time", "rl_policy_clip_ratio", '{{stat="", split="", bound="dual"}}')
+          + " > {dual_clip_ratio_high}",
+          Dur(60), "The dual-clip lower bound binds more negative-advantage tokens than usual.",
+          f"Run {R}: dual-clip fraction (pg_clipfrac_lower) is {{{{ printf \"%.2f\" $value }}}} on "
+          "average over the recent steps."),
     Alert("RLClipFractionNonZeroOnPolicy", "warning",
           _recent("max_over_time", "rl_policy_clip_ratio", CLIP_SEL) + " > 0\n"
           "and on (run)\nmax by (run) (" + CONFIG_SEL.format("n_mini") + ") == 1",
@@ -504,6 +576,27 @@ ALERTS: list[Alert] = [
           Dur(60), "The gradient has been exactly zero: the run gets no learning signal.",
           f"Run {R}: gradient norm (or zero-gradient skips per step) is {{{{ $value }}}} over the "
           "recent steps."),
+    Alert("RLGradNormVanishing", "warning",
+          "(\n" + _recent("max_over_time", "rl_grad_norm") + "\n< {grad_norm_vanishing}\n) > 0",
+          Dur(60), "The gradient norm stayed below the vanishing-gradient bound on every recent step.",
+          f"Run {R}: the largest gradient norm of the recent steps is {{{{ printf \"%.2g\" $value }}}}, "
+          "under [[grad_norm_vanishing]] (learning stalls)."),
+    Alert("RLOptimizerStepsDiverge", "warning",
+          _ladder("abs(\n    max by (run) (increase(rl_optimizer_steps_total{{role=\"policy\"}}[{W}]))\n"
+                  "    - on (run) max by (run) (increase(rl_optimizer_steps_total{{role=\"critic\"}}[{W}]))\n  )"
+                  "\n  unless on (run) max by (run) (max_over_time(rl_actor_warmup[{W}]) > 0)")
+          + " > {optimizer_steps_divergence}",
+          Dur(60), "PPO's policy and critic optimizers no longer advance together.",
+          f"Run {R}: policy and critic optimizer steps differ by {{{{ printf \"%.0f\" $value }}}} over "
+          "the recent steps (they advance by the same number of minibatches)."),
+    # the RL metrics dictionary, section 2.6: a learning rate that suddenly drops to 0 is a
+    # configuration bug (a schedule decaying to 0 reaches it only at its last step)
+    Alert("RLLearningRateZero", "warning",
+          _recent("max_over_time", "rl_learning_rate") + " == 0\n"
+          "and on (run)\n" + _ladder(_over("max_over_time", "rl_learning_rate", baseline=True)) + " > 0",
+          Dur(60), "The learning rate dropped to exactly 0: the updates change nothing.",
+          f"Run {R}: the learning rate is {{{{ $value }}}} on every recent step after a non-zero "
+          "baseline (a schedule or configuration bug)."),
     Alert("RLNoInformativeGroups", "warning",
           "(\n"
           + _recent("avg_over_time", "rl_groups", '{{outcome="informative", split=""}}')
@@ -557,6 +650,11 @@ ALERTS: list[Alert] = [
           Dur(60), "The critic explains less return variance than a constant after warm-up.",
           f"Run {R}: value explained variance is {{{{ printf \"%.3f\" $value }}}} (below 0) on every "
           "recent step after warm-up."),
+    Alert("RLValueClipFractionHigh", "warning",
+          _recent("avg_over_time", "rl_value_clip_ratio") + " > {value_clip_ratio_high}",
+          Dur(60), "The value clip binds most value predictions: the critic update is restricted.",
+          f"Run {R}: value clip fraction is {{{{ printf \"%.2f\" $value }}}} on average over the "
+          "recent steps."),
     Alert("RLPreferenceOverfit", "warning",
           _recent("min_over_time", "rl_preference_accuracy_ratio") + "\n> {preference_accuracy_high}\n"
           "and on (run)\n(\n"
@@ -576,17 +674,26 @@ ALERTS: list[Alert] = [
           "baseline over the preceding steps."),
     # ============================================================ systems (ticket / info)
     Alert("RLTrainInferenceMismatchRising", "warning",
-          "(\n  run:rl_train_inference_logprob_abs_diff:avg_recent\n"
+          "(\n(\n  run:rl_train_inference_logprob_abs_diff:avg_recent\n"
           "  / run:rl_train_inference_logprob_abs_diff:avg_baseline > {mismatch_rise_factor}\n"
           "  and run:rl_train_inference_logprob_abs_diff:avg_recent > {logprob_diff_min}\n)\n"
           "or\n(\n  run:rl_train_inference_kl:avg_recent\n"
           "  / run:rl_train_inference_kl:avg_baseline > {mismatch_rise_factor}\n"
-          "  and run:rl_train_inference_kl:avg_recent > {train_inference_kl_min}\n)",
+          "  and run:rl_train_inference_kl:avg_recent > {train_inference_kl_min}\n)\n)\n"
+          "unless on (run)\n(\n  run:rl_sample_staleness_steps:avg_recent - run:rl_sample_staleness_steps:avg_baseline\n"
+          "  >= {mismatch_staleness_rise}\n)",
           Dur(60), "Trainer and inference engine disagree more and more on token log-probs.",
           f"Run {R}: train/inference mismatch is {{{{ printf \"%.1f\" $value }}}}x its baseline over "
           "the preceding steps."),
+    # AReaL metrics tracking: the fraction of valid tokens whose trainer or engine log-prob is NaN
+    # or infinite; with any, the tail ratios are NaN and the gap statistics are not comparable.
+    Alert("RLTrainInferenceNonFinite", "warning",
+          _recent("min_over_time", "rl_train_inference_nonfinite_ratio") + " > 0",
+          Dur(60), "Trainer or engine log-probs are non-finite on valid tokens, step after step.",
+          f"Run {R}: {{{{ $value | humanizePercentage }}}} of valid tokens (at least) had a NaN or "
+          "infinite log-prob on every recent step."),
     Alert("RLSampleStalenessHigh", "warning",
-          _recent("avg_over_time", "rl_sample_staleness_steps") + " > {staleness_max_steps}",
+          "run:rl_sample_staleness_steps:avg_recent > {staleness_max_steps}",
           Dur(60), "Async samples come from policies many versions old.",
           f"Run {R}: samples are {{{{ printf \"%.1f\" $value }}}} policy versions stale on average."),
     Alert("RLDataParallelImbalance", "info",
@@ -612,7 +719,8 @@ ALERTS: list[Alert] = [
           f"Run {R}: {{{{ $labels.role }}}} training MFU is {{{{ $value | humanizePercentage }}}}."),
     Alert("RLThroughputDrop", "warning",
           "run_phase:rl_throughput:avg_recent\n"
-          "< {throughput_drop_ratio} * run_phase:rl_throughput:avg_baseline",
+          "< {throughput_drop_ratio} * run_phase:rl_throughput:avg_baseline\n"
+          "unless on (run)\n" + _paused(),
           Dur(60), "Tokens per second dropped well below the run's own baseline.",
           f"Run {R}: {{{{ $labels.phase }}}} throughput is {{{{ printf \"%.0f\" $value }}}} tokens/s, "
           "under half its baseline over the preceding steps."),
@@ -651,11 +759,14 @@ CAUSES: list[tuple[str, str]] = [
     ("RLEntropyCollapse", "RLClipFractionHigh"),      # seed 001: reward drop -> entropy, then clipfrac
     ("RLPolicyKLSpike", "RLClipFractionHigh"),        # seed 004: large KL comes with heavy clipping
     ("RLNoInformativeGroups", "RLGradNormZero"),      # seed 000: tied groups give a zero gradient
+    ("RLNoInformativeGroups", "RLGradNormVanishing"),
     ("RLNonFiniteLoss", "RLGradNormExplosion"),       # NaN/Inf already explains the gradient
-    ("RLGPUThrottling", "RLThroughputDrop"),          # seed 002 heat guard: throttled steps are slow
+    ("RLGPUThrottling", "RLThroughputDrop"),          # clocks held down: steps are slow
     ("RLGPUThrottling", "RLMFULow"),
     ("RLDataParallelImbalance", "RLMFULow"),          # seed 001: slow -> global_seqlen/minmax_diff
     ("RLKLSingleTokenDominates", "RLGradNormExplosion"),
+    # AReaL metrics tracking: for stale rollouts the train/inference gap includes policy drift
+    ("RLSampleStalenessHigh", "RLTrainInferenceMismatchRising"),
 ]
 
 
@@ -709,22 +820,23 @@ def _tail(metric: str) -> str:
 
 
 ALERTS += [
-    Alert("RLPhaseHung", "critical",
-          "(time() - max by (run, instance, phase) (rl_phase_in_progress_start_timestamp_seconds))\n"
+    # A warning, not a page: "6x the phase's own median" is a statistical judgement (a longer
+    # response batch or a pause of the whole run also stretches an open phase). RLRunStalled
+    # pages once no step advanced at all.
+    Alert("RLPhaseHung", "warning",
+          "(time() - max by (run, instance, phase) (rl_phase_in_progress_start_timestamp_seconds"
+          '{{phase!~"{pause_phases}"}}))\n'
           "> on (run, instance, phase) (\n"
           "  clamp_min({phase_hung_factor} * max by (run, instance, phase) "
           "(rl_phase_recent_median_duration_seconds), {phase_hung_floor_seconds})\n"
           "  or on (run, instance, phase)\n"
           "  (0 * max by (run, instance, phase) (rl_phase_in_progress_start_timestamp_seconds) "
-          "+ {phase_hung_no_history_seconds})\n)",
-          Dur(120), "A training phase has been open far longer than it usually takes: hung inside a step.",
+          "+ {phase_hung_no_history_seconds})\n)\n"
+          # a pause of the whole run (heat guard) holds every open phase: not a hang
+          "unless on (run) max by (run) (" + _PAUSE_OPEN + " > 0)",
+          Dur(120), "A training phase has been open far longer than it usually takes: hung inside a step?",
           f"Run {R}: phase {{{{ $labels.phase }}}} has been open for {{{{ $value | humanizeDuration }}}}, "
-          "over [[phase_hung_factor]]x its recent median and the floor.",
-          why_critical="Certain: the open phase's start time is the trainer's own timer, read from a "
-                       "live exporter. Persistent: open [[phase_hung_factor]]x longer than its own "
-                       "median of 20 occurrences and over a 10-minute floor (an hour with no history), "
-                       "so a slow step does not qualify. Fatal: a hang inside a phase (NCCL, a dead "
-                       "engine) never ends by itself, and it pages before RLRunStalled would."),
+          "over [[phase_hung_factor]]x its recent median and the floor."),
     Alert("RLRolloutGPUIdle", "warning",
           "(\n"
           f"  sum by (run) (rate(hw_gpu_phase_idle_seconds_total{_ROLLOUT}[{{engine_window}}]))\n"
@@ -777,20 +889,23 @@ ALERTS += [
           _tail("sglang:e2e_request_latency_seconds") + "\n)",
           Dur(900), "A few very long rollout requests hold up every step (p99 far above p50).",
           f"Run {R}: rollout request latency p99 is {{{{ printf \"%.1f\" $value }}}}x the median."),
+    # Every engine target of the run down: one engine of several down while the others serve
+    # slows the rollout (RLThroughputDrop, RLRolloutGPUIdle) but is not fatal, so it does not page.
     Alert("RLRolloutEngineDown", "critical",
-          "max by (run, job, instance) (up{{{engine_job_selector}}} == 0)\n"
+          "count by (run) (up{{{engine_job_selector}}} == 0)\n"
+          "unless on (run) max by (run) (up{{{engine_job_selector}}} == 1)\n"
           "and on (run)\ncount by (run) (rl_run_info)",
-          Dur(300), "A rollout engine target is down while its trainer is still running.",
-          f"Run {R}: rollout engine {{{{ $labels.instance }}}} is down (up == {{{{ $value }}}}) while "
-          "the trainer still exports.",
-          why_critical="Certain: every scrape of an engine target that discovery still lists failed. "
-                       "Persistent: 5 minutes, as RLExporterDown. Fatal: the trainer waits on "
-                       "rollouts that no engine will produce (a dead engine reported as success)."),
+          Dur(300), "Every rollout engine of a run is down while its trainer is still running.",
+          f"Run {R}: all {{{{ $value }}}} rollout engine targets are down while the trainer still exports.",
+          why_critical="Certain: every scrape of every engine target of the run that discovery still "
+                       "lists failed. Persistent: 5 minutes, as RLExporterDown. Fatal: the trainer "
+                       "waits on rollouts that no engine will produce. One engine of several down "
+                       "while the others serve does not page."),
 ]
 
-# A hung phase explains the run-level stall; a dead engine explains hung rollouts and idle GPUs.
+# A dead engine explains hung rollouts and idle GPUs. (RLPhaseHung, a warning, must not mute
+# the RLRunStalled page.)
 CAUSES += [
-    ("RLPhaseHung", "RLRunStalled"),
     ("RLRolloutEngineDown", "RLPhaseHung"),
     ("RLRolloutEngineDown", "RLRolloutGPUIdle"),
 ]

@@ -36,6 +36,12 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "multi-turn-runaway": {"RLMultiTurnRunaway": ()},
     "reward-hacking": {"RLLengthFallingRewardRising": ()},
     "validation-regression": {"RLValidationRegressing": ()},
+    "lr-zero": {"RLLearningRateZero": ()},
+    "grad-vanishing": {"RLGradNormVanishing": ()},
+    "dual-clip": {"RLDualClipFractionHigh": ()},
+    "value-clip": {"RLValueClipFractionHigh": ("rl_value_clip_ratio",)},
+    "optimizer-diverge": {"RLOptimizerStepsDiverge": ("rl_optimizer_steps_total",)},
+    "nonfinite-logprob": {"RLTrainInferenceNonFinite": ("rl_train_inference_nonfinite_ratio",)},
     # a healthy trainer that dies after 30 steps: its exporter goes with it
     "crash": {"RLExporterDown": ()},
 }

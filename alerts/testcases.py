@@ -183,6 +183,14 @@ CASES: dict[str, dict] = {
         desc="Run r: mean KL to the reference is 3.0000: several times its baseline over the preceding "
              "steps, or far above the healthy range.",
         silent=[s("rl_reference_kl", "0.08x100")], silent_at="90m"),
+    # veRL use_kl_in_reward (the veRL metrics guide, section 3.6): the KL to the reference is
+    # actor/reward_kl_penalty; no actor/kl_loss is logged
+    "RLReferenceKLRunaway (veRL's in-reward KL)": dict(
+        alert="RLReferenceKLRunaway",
+        fire=[s("rl_reward_kl_penalty", "3x100")], at="90m",
+        desc="Run r: mean KL to the reference is 3.0000: several times its baseline over the preceding "
+             "steps, or far above the healthy range.",
+        silent=[s("rl_reward_kl_penalty", "0.08x100")], silent_at="90m"),
     "RLThroughputDrop (slime rollout phase)": dict(
         alert="RLThroughputDrop",
         fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20", phase="rollout")], at="90m",
@@ -207,6 +215,97 @@ CASES: dict[str, dict] = {
         # 128 experts: max/ideal of 2-4 on every layer is the healthy norm
         silent=[s("rl_moe_load_imbalance_ratio", "2.2x100", layer="1"),
                 s("rl_moe_load_imbalance_ratio", "3.8x100", layer="2")], silent_at="90m"),
+    # AReaL metrics tracking: "the k1 sample estimate can be negative"; compare one estimator
+    # at a time. A k3 rise (Miles lab: 0.00063-0.00076 healthy) next to a steady negative k1.
+    "RLTrainInferenceMismatchRising (k3 rises beside a negative k1)": dict(
+        alert="RLTrainInferenceMismatchRising",
+        fire=[s("rl_train_inference_kl", "0.0007x80 0.003x20", estimator="k3"),
+              s("rl_train_inference_kl", "-0.0005x100", estimator="k1")], at="90m",
+        desc="Run r: train/inference mismatch is 2.4x its baseline over the preceding steps.",
+        # k1 moves, k3 holds: the k3 estimate is the one compared
+        silent=[s("rl_train_inference_kl", "0.0007x100", estimator="k3"),
+                s("rl_train_inference_kl", "-0.0005x80 0.004x20", estimator="k1")], silent_at="90m"),
+    # AReaL metrics tracking: "for stale rollouts, differences include policy drift"
+    "RLTrainInferenceMismatchRising (the gap doubles while staleness holds)": dict(
+        alert="RLTrainInferenceMismatchRising",
+        fire=[s("rl_train_inference_logprob_abs_diff", "0.015x80 0.06x20"),
+              s("rl_sample_staleness_steps", "1x100")], at="90m",
+        desc="Run r: train/inference mismatch is 2.3x its baseline over the preceding steps.",
+        silent=[s("rl_train_inference_logprob_abs_diff", "0.015x80 0.06x20"),
+                s("rl_sample_staleness_steps", "1x80 5x20")], silent_at="90m"),
+    "RLSampleStalenessHigh (theta staleness, not the proximal reference)": dict(
+        alert="RLSampleStalenessHigh",
+        fire=[s("rl_sample_staleness_steps", "1x10 7x30"),
+              s("rl_sample_staleness_steps", "0x40", reference="proximal")], at="40m",
+        desc="Run r: samples are 7.0 policy versions stale on average.",
+        silent=[s("rl_sample_staleness_steps", "1x40"),
+                s("rl_sample_staleness_steps", "9x40", reference="proximal")], silent_at="40m"),
+    # the run reached its configured total steps and its exporter (a sidecar) keeps serving
+    "RLRunStalled (a finished run is not stalled)": dict(
+        alert="RLRunStalled",
+        fire=[s("rl_training_step_timestamp_seconds", "0+60x10 600x50"), s("rl_step_duration_seconds", "60x60"),
+              s("rl_training_step", "1+1x10 11x50"), s("rl_config_value", "100x60", parameter="total_training_steps")],
+        at="50m", desc="Run r has not advanced its training step for 40m 0s (longer than max(floor, k x "
+                       "its longest recent step)).",
+        silent=[s("rl_training_step_timestamp_seconds", "0+60x10 600x50"), s("rl_step_duration_seconds", "60x60"),
+                s("rl_training_step", "1+1x10 11x50"), s("rl_config_value", "11x60", parameter="total_training_steps")],
+        silent_at="50m"),
+    # Miles lab ranges: time values hold only for steps no heat-guard pause touched
+    "RLThroughputDrop (steps a heat-guard pause touched are no evidence)": dict(
+        alert="RLThroughputDrop",
+        fire=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20"),
+              s("rl_phase_in_progress_start_timestamp_seconds", " ".join(["NaN"] * 100), phase="gen")], at="90m",
+        desc="Run r:  throughput is 300 tokens/s, under half its baseline over the preceding steps.",
+        silent=[s("rl_gpu_throughput_tokens_per_second", "1200x80 300x20"),
+                s("rl_phase_in_progress_start_timestamp_seconds",
+                  " ".join(["NaN"] * 84 + ["5040"] * 3 + ["NaN"] * 13), phase="heat_guard")],
+        silent_at="90m"),
+    # posttrain metrics reference: under GSPO the sequence-level rate is the one the objective acts on
+    "RLClipFractionHigh (GSPO: the sequence clip fraction)": dict(
+        alert="RLClipFractionHigh",
+        fire=[s("rl_policy_sequence_clip_ratio", "0.1x30 0.5x30"), s("rl_policy_clip_ratio", "0.02x60")],
+        at="55m", desc='Run r: clip fraction is 0.50 on average over the recent steps.',
+        silent=[s("rl_policy_sequence_clip_ratio", "0.1x60"), s("rl_policy_clip_ratio", "0.02x60")],
+        silent_at="55m"),
+    # veRL metrics guide section 1.4: pg_clipfrac_lower usually < 0.1
+    "RLDualClipFractionHigh": dict(
+        fire=[s("rl_policy_clip_ratio", "0.02x30 0.3x30", bound="dual")], at="55m",
+        desc="Run r: dual-clip fraction (pg_clipfrac_lower) is 0.30 on average over the recent steps.",
+        silent=[s("rl_policy_clip_ratio", "0.02x60", bound="dual"), s("rl_policy_clip_ratio", "0.25x60")],
+        silent_at="55m"),
+    # veRL metrics guide section 1.7: < 0.01 is a vanishing gradient
+    "RLGradNormVanishing": dict(
+        fire=[s("rl_grad_norm", "0.5x20 0.004x20")], at="40m",
+        desc="Run r: the largest gradient norm of the recent steps is 0.004, under 0.01 (learning stalls).",
+        # exactly 0 is RLGradNormZero's
+        silent=[s("rl_grad_norm", "0.5x20 0x20")], silent_at="40m"),
+    # posttrain metrics reference (PPO): both optimizer counters advance by the same minibatches
+    "RLOptimizerStepsDiverge": dict(
+        fire=[s("rl_optimizer_steps_total", "0+4x40", role="policy"),
+              s("rl_optimizer_steps_total", "0+4x20 80x20", role="critic")], at="40m",
+        desc="Run r: policy and critic optimizer steps differ by 20 over the recent steps (they advance "
+             "by the same number of minibatches).",
+        # critic-only warmup (train/actor_warmup = 1): the policy counter rightly stands still
+        silent=[s("rl_optimizer_steps_total", "0x40", role="policy"),
+                s("rl_optimizer_steps_total", "0+4x40", role="critic"), s("rl_actor_warmup", "1x40")],
+        silent_at="15m"),
+    # veRL metrics guide section 2.2: vf_clipfrac 0-0.5; > 0.5 restricts the value update
+    "RLValueClipFractionHigh": dict(
+        fire=[s("rl_value_clip_ratio", "0.1x30 0.7x30")], at="55m",
+        desc="Run r: value clip fraction is 0.70 on average over the recent steps.",
+        silent=[s("rl_value_clip_ratio", "0.384x60")], silent_at="55m"),
+    # AReaL metrics tracking: nonfinite_logp_fraction
+    "RLTrainInferenceNonFinite": dict(
+        fire=[s("rl_train_inference_nonfinite_ratio", "0x20 0.002x20")], at="40m",
+        desc="Run r: 0.2% of valid tokens (at least) had a NaN or infinite log-prob on every recent step.",
+        silent=[s("rl_train_inference_nonfinite_ratio", alt(0, 0.01, 20))], silent_at="40m"),
+    # the RL metrics dictionary, section 2.6: the LR suddenly at 0 is a configuration bug
+    "RLLearningRateZero": dict(
+        fire=[s("rl_learning_rate", "1e-6x30 0x20")], at="45m",
+        desc="Run r: the learning rate is 0 on every recent step after a non-zero baseline (a schedule "
+             "or configuration bug).",
+        # warm-up from 0: the baseline was 0 too, so nothing was zeroed
+        silent=[s("rl_learning_rate", "0x10 1e-7+1e-7x9 1e-6x30")], silent_at="9m"),
     "RLGPUMemoryNearFull (the trainer's peak, not NVML)": dict(
         alert="RLGPUMemoryNearFull",
         fire=[s("rl_gpu_memory_peak_bytes", "78e9x30", kind="allocated"),

@@ -1,28 +1,30 @@
 """Algorithm-specific views: DPO/KTO/SimPO, reward-model training, PPO critic,
 multi-turn/agentic, async staleness, MoE balance, train/inference log-prob consistency
-(seed 001 sections 3, 5, 6, 7; seed 002; seed 004 section 11.3 panel 3)."""
+(the RL metrics dictionary, sections 3, 5, 6, 7; the Miles lab ranges; the veRL metrics guide, section 11.3 panel 3)."""
 from __future__ import annotations
 
 from .common import (AGENTIC, ASYNC, CONSISTENCY, CRITIC, MOE, PREFERENCE, heatmap, mean, q, sel,
                      ts)
 from .model import Dashboard, Query, Row
 
+OLDEST_WEIGHTS = sel("rl_sample_weight_version", 'stat="min", split=""')
+SCORE_CENTERING = "the run enables score centering (posttrain rl.score_centering.enabled)"
 RM = "the run trains a reward model (rm/* keys) or logs eval copies of its preference accuracy"
 
 ROWS = [
     Row("DPO / KTO / SimPO", [
         ts("Implicit reward: chosen vs rejected",
            "Implicit reward per side of the preference pair.",
-           "chosen positive and rising, rejected negative or clearly below chosen (seed 001 section 5).",
+           "chosen positive and rising, rejected negative or clearly below chosen (the RL metrics dictionary, section 5).",
            q(mean("rl_preference_reward"), "{{run}} {{side}}"), unit="none", decimals=3, gate=PREFERENCE),
         ts("Reward margin",
            "Chosen minus rejected implicit reward: the model's ability to tell the pair apart.",
            "rises steadily; still rising while validation is flat means overfitting the pairs "
-           "(seed 001 section 5).",
+           "(the RL metrics dictionary, section 5).",
            q(mean("rl_preference_reward_margin")), unit="none", decimals=3, gate=PREFERENCE),
         ts("Preference accuracy",
            "Fraction of pairs where the chosen answer gets the higher reward.",
-           "rises above 0.5; 0.99+ while evaluation does not improve is overfitting (seed 001 "
+           "rises above 0.5; 0.99+ while evaluation does not improve is overfitting (the RL metrics dictionary "
            "section 12).",
            q(mean("rl_preference_accuracy_ratio")), unit="percentunit", min=0, max=1, gate=PREFERENCE,
            thresholds=[(None, "red"), (0.5, "green"), (0.99, "yellow")]),
@@ -34,46 +36,50 @@ ROWS = [
            gate=PREFERENCE, width=12),
         ts("Preference loss",
            "The DPO/KTO/SimPO loss (loss/dpo).",
-           "falls steadily (seed 001 section 5).",
+           "falls steadily (the RL metrics dictionary, section 5).",
            q(mean("rl_loss")), unit="none", decimals=4, gate=PREFERENCE, width=12),
     ]),
     Row("Reward-model training", [
         ts("RM accuracy: train vs held-out",
            "Fraction of pairs the reward model ranks correctly, on training and held-out pairs.",
            "high and rising on both; train accuracy high while held-out or downstream PPO does not "
-           "improve means the RM overfits (seed 001 section 6).",
+           "improve means the RM overfits (the RL metrics dictionary, section 6).",
            q(mean("rl_preference_accuracy_ratio"), "{{run}} train"),
            q(sel("rl_preference_accuracy_ratio", 'stat="", split="eval"'), "{{run}} held-out"),
            unit="percentunit", min=0, max=1, gate=RM),
         ts("RM reward margin",
            "Reward the RM gives chosen minus rejected answers.",
            "clearly above 0; a margin tending to 0 means the judge no longer discriminates "
-           "(seed 001 section 6).",
+           "(the RL metrics dictionary, section 6).",
            q(mean("rl_preference_reward_margin")), unit="none", decimals=3, gate=RM,
            thresholds=[(None, "red"), (0.1, "green")]),
         ts("RM rewards per side and gradient norm",
            "Mean RM reward for chosen and rejected answers, and the RM gradient norm.",
-           "rejected clearly below chosen; gradient norm steady (seed 001 section 6).",
+           "rejected clearly below chosen; gradient norm steady (the RL metrics dictionary, section 6).",
            q(mean("rl_preference_reward"), "{{run}} {{side}}"),
            q(mean("rl_grad_norm"), "{{run}} grad norm"), unit="none", decimals=3, gate=RM),
     ]),
     Row("PPO critic", [
         ts("Value loss", "Critic loss.",
-           "below 1.0 and falling (seed 004 section 12, heuristic).",
+           "falling: 10-100 early, 0.1-10 later, below 1 once converged (the veRL metrics guide; "
+           "the blue line marks 1).",
            q(mean("rl_value_loss")), unit="none", decimals=3, gate=CRITIC,
-           thresholds=[(None, "green"), (1, "yellow")], width=6),
+           thresholds=[(None, "green"), (1, "blue")], width=6),
         ts("Explained variance", "1 - Var(returns - values)/Var(returns).",
-           "above 0.7 (seed 004 section 12, heuristic); below 0 the critic is worse than a constant.",
+           "-1.0 to 0.2 early, above 0.7 once converged (the veRL metrics guide); below 0 after "
+           "warm-up the critic is worse than a constant (RLCriticNotLearning). Lines at 0 and 0.7.",
            q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
-           thresholds=[(None, "red"), (0, "orange"), (0.3, "yellow"), (0.7, "green")], width=6),
+           thresholds=[(None, "blue"), (0, "blue"), (0.7, "green")], width=6),
         ts("Value prediction vs return", "Mean value prediction and mean return.",
-           "the curves track each other (seed 004 section 11.3 panel 3).",
+           "the curves track each other (the veRL metrics guide, section 11.3 panel 3).",
            q(mean("rl_value"), "{{run}} value"), q(mean("rl_return"), "{{run}} return"),
            unit="none", decimals=3, gate=CRITIC, width=6),
         ts("Critic clip fraction, gradient norm and LR",
            "Value clip fraction, critic gradient norm and critic learning rate.",
-           "clip fraction low; the critic LR follows its schedule (raise it when the critic lags, "
-           "seed 001 section 3).",
+           "value clip fraction 0-0.5, usually below 0.2 (above 0.5 restricts the value update: "
+           "RLValueClipFractionHigh); critic gradient norm 0.1-100, usually above the actor's "
+           "(the veRL metrics guide); the critic LR follows its schedule (raise it when the critic "
+           "lags, the RL metrics dictionary).",
            q(mean("rl_value_clip_ratio"), "{{run}} value clip"),
            q(mean("rl_critic_grad_norm"), "{{run}} grad norm"),
            q(mean("rl_critic_learning_rate"), "{{run}} lr"),
@@ -81,7 +87,7 @@ ROWS = [
     ]),
     Row("Multi-turn and agentic", [
         ts("Turns per sample", "Mean and max turns per sample.",
-           "about 2 for single-turn QA (seed 001 section 7); a sudden jump of the max means some "
+           "about 2 for single-turn QA (the RL metrics dictionary, section 7); a sudden jump of the max means some "
            "samples are stuck in a loop.",
            q(sel("rl_turns", 'split=""'), "{{run}} {{stat}}"), unit="short", min=0, gate=AGENTIC),
         ts("Tool calls per sample", "Mean tool calls per sample.", "steady for a fixed task mix.",
@@ -95,8 +101,16 @@ ROWS = [
         ts("Sample staleness", "Policy versions between a sample's behaviour policy and the "
            "trained policy: mean and max.",
            "within the configured max staleness (typically 1-4 versions, this project's heuristic); a growing "
-           "max means rollouts fall behind training.",
-           q(sel("rl_sample_staleness_steps", 'split=""'), "{{run}} {{stat}}"), unit="short", min=0,
+           "max means rollouts fall behind training. Miles logs the samples' weight version instead "
+           "(training step minus weight version is the lag) and how late a dedicated-fleet "
+           "evaluation finished (the Miles lab ranges give no range).",
+           q(sel("rl_sample_staleness_steps", 'split=""'), "{{run}} {{stat}} {{reference}}"),
+           q(f"max by (run) ({sel('rl_training_step')}) - on (run) max by (run) ({OLDEST_WEIGHTS})",
+             "{{run}} weight-version lag (max)",
+             gate="the framework logs the samples' weight version (Miles rollout/weight_version)"),
+           q(mean("rl_eval_lag_steps"), "{{run}} eval lag",
+             gate="evaluation runs on a dedicated fleet (Miles eval/lag_steps)"),
+           unit="short", min=0,
            gate=ASYNC, width=12),
         ts("Importance weights correcting staleness", "Truncated importance weights applied to "
            "stale or mismatched samples.",
@@ -119,18 +133,52 @@ ROWS = [
     Row("Train/inference log-prob consistency", [
         ts("Log-prob gap (train vs rollout)",
            "Mean |log pi_train - log pi_rollout| per token between the trainer and the rollout engine.",
-           "small and flat: 0.0136-0.0164 with plain sampling on seed 002's lab setup (setup "
+           "small and flat: 0.0136-0.0164 with plain sampling on the Miles lab setup (setup "
            "specific; build your own range from two or three seeds). Rising on MoE is the "
            "routing-flip signature.",
            q(mean("rl_train_inference_logprob_abs_diff")), unit="none", decimals=4, min=0,
            gate=CONSISTENCY),
         ts("Train/rollout KL", "KL between the rollout engine's and the trainer's distributions "
            "at the sampled tokens.",
-           "0.00063-0.00076 on seed 002's lab setup (setup specific).",
+           "0.00063-0.00076 on the Miles lab setup (setup specific).",
            q(mean("rl_train_inference_kl"), "{{run}} {{estimator}}"), unit="none", decimals=5, min=0, gate=CONSISTENCY),
         ts("Tokens measured", "Tokens the log-prob gap was measured over.",
            "above 0; 0 means no data, not no gap.",
            q(mean("rl_train_inference_tokens")), unit="short", min=0, gate=CONSISTENCY),
+        ts("Extreme-token tails and non-finite log-probs",
+           "Share of compared tokens whose |log pi_train - log pi_rollout| exceeds each threshold "
+           "(AReaL ratio_outside_{1.5..10}: the extreme-token fraction of Rollout Routing Replay; "
+           "posttrain gt0p5), and the share of valid tokens with a NaN or infinite log-prob.",
+           "tails small and flat (no source gives a range: compare with your own runs); non-finite "
+           "exactly 0 (AReaL metrics tracking: with any, the tails are NaN). Non-finite on every "
+           "recent step: RLTrainInferenceNonFinite.",
+           q(sel("rl_train_inference_logprob_tail_ratio", 'stat="", split=""'), "{{run}} > {{threshold}} nats"),
+           q(mean("rl_train_inference_nonfinite_ratio"), "{{run}} non-finite"),
+           unit="percentunit", min=0, gate=CONSISTENCY, width=24,
+           thresholds=[(None, "green"), (1e-9, "red")]),
+    ]),
+    Row("Score centering (posttrain rl.score_centering)", [
+        ts("Head mass seen by the sampler's top-k",
+           "Mean probability mass inside the sampler's top-k head: the sampler's (q) and the "
+           "trainer's (p), train/sc_head_mass_q|p.",
+           "at or above 0.99 (the posttrain metrics reference reports >= 0.99 at k = 128); lower "
+           "means the head form sees less of the sampling distribution: raise k.",
+           q(sel("rl_score_centering_head_mass_ratio", 'stat="", split=""'), "{{run}} {{engine}}"),
+           unit="percentunit", min=0, max=1, gate=SCORE_CENTERING, width=8,
+           thresholds=[(None, "yellow"), (0.99, "green")]),
+        ts("Tail-mass ratio rho", "rho = q_tail / p_tail: token mean and the step's largest.",
+           "1 when sampler and trainer agree (the posttrain metrics reference); a large max is a "
+           "confident trainer against an unsure sampler, where the 1e-6 floor bites. Line at 1.",
+           q(sel("rl_score_centering_tail_mass_ratio", 'split=""'), "{{run}} {{stat}}"),
+           unit="none", decimals=3, min=0, gate=SCORE_CENTERING, width=8,
+           thresholds=[(None, "green"), (1, "blue")]),
+        ts("Correction and token weight",
+           "Mean |correction| (exactly 0 when q == p) and the composed sampled-token weight "
+           "(exactly 1 under compose=none).",
+           "correction near 0, weight near 1 (the posttrain metrics reference).",
+           q(mean("rl_score_centering_correction_abs"), "{{run}} |correction|"),
+           q(mean("rl_score_centering_token_weight"), "{{run}} token weight"),
+           unit="none", decimals=4, gate=SCORE_CENTERING, width=8),
     ]),
 ]
 

@@ -196,7 +196,7 @@ ROWS = [
     ]),
     Row("Efficiency per run", [
         bars("Train MFU per run", "Model-FLOPs utilisation of training, per run (max over roles).",
-             "30-40 % good, > 40 % excellent (seed 004 section 7.4).",
+             "30-40 % good, > 40 % excellent (the veRL metrics guide, section 7.4).",
              qi(f"sort_desc(run:rl_mfu_ratio:max{{{R}}})"), unit="percentunit", min=0, max=1,
              width=12, height=10, thresholds=[(None, "red"), (0.2, "orange"), (0.3, "green")],
              overrides=series_links()),

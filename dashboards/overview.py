@@ -1,4 +1,4 @@
-"""RL run overview: the seeds' order of attention (seed 001 sections 1-12, seed 004
+"""RL run overview: the sources' order of attention (the RL metrics dictionary, sections 1-12, the veRL metrics guide
 section 11.3): firing alerts, validation, reward/score, policy health, critic, lengths,
 GRPO groups, optimizer outcome, timing, throughput, MFU, GPU summary."""
 from __future__ import annotations
@@ -35,6 +35,8 @@ ALERT_TABLE_TRANSFORMS = [
         "renameByName": {}}},
 ]
 
+ALLOCATED_PEAK = sel("rl_gpu_memory_peak_bytes", 'kind="allocated"')
+
 ROWS = [
     Row("Firing alerts", [
         table("Firing alerts for the selected runs",
@@ -62,7 +64,7 @@ ROWS = [
     Row("1. Validation: did the model get better?", [
         ts("Validation score (core)",
            "Held-out score per data source, e.g. veRL val-core/<source>/acc/mean@1: the number to "
-           "watch first (seed 001 section 1).",
+           "watch first (the RL metrics dictionary, section 1).",
            "rises steadily with the step; flat for long or falling means go back through the rows "
            "below (training process first, then data).",
            q(sel("rl_validation_score", 'tier="core"'),
@@ -71,7 +73,7 @@ ROWS = [
         ts("Validation score (aux) and loss",
            "Auxiliary held-out numbers: val-aux reward/turns and, where the trainer computes one, "
            "the held-out loss.",
-           "aux reward tracks core accuracy for rule rewards (seed 001 section 1); held-out loss "
+           "aux reward tracks core accuracy for rule rewards (the RL metrics dictionary, section 1); held-out loss "
            "falls. Aux rising while core is flat means the reward is being gamed.",
            q(sel("rl_validation_score", 'tier!="core"'),
              "{{run}} {{data_source}} {{var}}/{{estimator}}@{{n}}"),
@@ -80,15 +82,15 @@ ROWS = [
     ]),
     Row("2. Reward and score: is training improving?", [
         ts("Reward and raw score",
-           "Mean training reward (after KL shaping) and raw task score per step (seed 004 "
+           "Mean training reward (after KL shaping) and raw task score per step (the veRL metrics guide "
            "section 11.3 panel 1).",
-           "rises with the step (critic/score/mean up, seed 004 section 11.1); a sharp drop is the "
-           "reward-collapse symptom: check entropy and clip fraction next (seed 001 section 12).",
+           "rises with the step (critic/score/mean up, the veRL metrics guide, section 11.1); a sharp drop is the "
+           "reward-collapse symptom: check entropy and clip fraction next (the RL metrics dictionary, section 12).",
            q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),
            unit="none", decimals=3),
         ts("Reward range (min/max)",
            "Best and worst sequence reward in the batch.",
-           "max reaches the top score early (seed 004 section 11.4: score/max 1.0 means some "
+           "max reaches the top score early (the veRL metrics guide, section 11.4: score/max 1.0 means some "
            "samples succeed); max stuck at the floor means no sample ever succeeds.",
            q(sel("rl_reward", 'stat=~"min|max", split=""'), "{{run}} {{stat}}"),
            unit="none", decimals=3),
@@ -103,52 +105,60 @@ ROWS = [
     Row("3. Policy health: loss, gradient, entropy, KL, clipping, LR", [
         ts("Policy loss",
            "The policy-gradient (clipped surrogate) loss and, where logged, the total optimised loss.",
-           "pg_loss noisy around 0, roughly -0.01..0.01 (seed 004 section 12, heuristic); it need "
-           "not fall monotonically (seed 001 section 2.1) but a sustained climb is a problem.",
+           "pg_loss noisy around 0, roughly -0.01..0.01 (the veRL metrics guide, section 12, heuristic); it need "
+           "not fall monotonically (the RL metrics dictionary, section 2.1) but a sustained climb is a problem.",
            q(mean("rl_policy_loss"), "{{run}} policy"),
            q(mean("rl_loss"), "{{run}} total", gate=TOTAL_LOSS),
            unit="none", decimals=4),
         ts("Gradient norm",
            "Policy gradient L2 norm before clipping.",
            "fluctuates inside a steady band; a jump to more than 10x its usual level is "
-           "an explosion (seed 001 section 2.2); sitting exactly at grad_clip means the LR is too "
-           "high (seed 004 section 11.2). 0 means no gradient.",
+           "an explosion (the RL metrics dictionary, section 2.2); sitting exactly at grad_clip means the LR is too "
+           "high (the veRL metrics guide, section 11.2). 0 means no gradient.",
            q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True),
         ts("Entropy",
            "Mean token entropy of the policy, and the entropy loss term where logged.",
-           "high early, slowly decaying (seed 001 section 2.3). A fall within a few steps is policy "
-           "collapse; never falling means nothing is learned. Entropy loss 0.1-0.5 and slowly "
-           "falling (seed 004 section 12, heuristic).",
+           "high early, slowly decaying (the RL metrics dictionary, section 2.3). A fall within a few steps is policy "
+           "collapse; never falling means nothing is learned. The entropy loss term is framework "
+           "specific: 0 in the Miles lab runs (no entropy bonus); veRL's actor/entropy_loss up to "
+           "v0.3.0.post1 is the entropy itself and is drawn as entropy (0.1-0.5 late in training, "
+           "the veRL metrics guide).",
            q(mean("rl_entropy"), "{{run}} entropy"),
            q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
            unit="none", decimals=3, min=0),
         ts("Policy KL (old vs new)",
            "Approximate KL between the sampling policy and the updated policy inside the PPO ratio "
            "(veRL actor/ppo_kl).",
-           "0.001-0.01 and stable or falling (seed 004 sections 11.1 and 12, heuristic); above "
-           "0.05 is too large (seed 004 section 11.4): lower the LR. Thresholds: yellow 0.01, red 0.05.",
+           "0.001-0.01 and stable or falling (the veRL metrics guide, sections 11.1 and 12, heuristic); above "
+           "0.05 is too large (the veRL metrics guide, section 11.4): lower the LR. Thresholds: yellow 0.01, red 0.05.",
            q(mean("rl_policy_kl")), unit="none", decimals=4, min=0,
            thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
         ts("KL to reference",
            "KL of the policy to the frozen reference: the KL loss term and the measured KL.",
-           "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, seed 001 section 2.4) means the "
-           "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (seed 001, heuristic).",
+           "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, the RL metrics dictionary, section 2.4) means the "
+           "policy is turning sharply; PPO runs usually hold it around 0.01-0.1 (the RL metrics dictionary, heuristic).",
            q(mean("rl_reference_kl"), "{{run}} kl", gate=REFERENCE_KL),
+           q(mean("rl_reward_kl_penalty"), "{{run}} in-reward kl",
+             gate="the KL is folded into the reward (veRL use_kl_in_reward, slime --kl-coef)"),
            unit="none", decimals=4, min=0,
            thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")]),
         ts("Clip fraction",
            "Fraction of tokens where the PPO ratio clip bound the update: either bound, and per "
            "bound where the framework splits it (veRL pg_clipfrac_lower is the dual clip).",
-           "0.05-0.30 (seed 004 section 12, heuristic; seed 001 section 2.5 says 0.1-0.3). Above "
-           "0.3 for long: steps too large, lower the LR. Near 0 for long: converged or LR too "
-           "small. Exactly 0 is expected with one mini-batch per step.",
+           "0.05-0.30 (the veRL metrics guide; the RL metrics dictionary says 0.1-0.3). Above "
+           "0.3 for long: steps too large, lower the LR; above 0.5 severe. Near 0 for long: converged "
+           "or LR too small, but exactly 0 is expected with one mini-batch per step (the Miles lab "
+           "runs: 0 at every step). The dual clip (pg_clipfrac_lower) is usually below 0.1. Under "
+           "GSPO the sequence rate is the one the objective acts on.",
            q(mean("rl_policy_clip_ratio", 'bound=""'), "{{run}} clip"),
            q(mean("rl_policy_clip_ratio", 'bound!=""'), "{{run}} {{bound}}"),
+           q(mean("rl_policy_sequence_clip_ratio"), "{{run}} sequences (GSPO)",
+             gate="the run clips per sequence (GSPO, posttrain train/seq_clip_frac)"),
            unit="percentunit", min=0, max=1,
-           thresholds=[(None, "yellow"), (0.05, "green"), (0.3, "red")]),
+           thresholds=[(None, "green"), (0.3, "yellow"), (0.5, "red")]),
         ts("Learning rate",
            "Policy learning rate in use, per parameter group where logged.",
-           "follows the configured schedule (e.g. warmup then cosine decay, seed 001 section 2.6); "
+           "follows the configured schedule (e.g. warmup then cosine decay, the RL metrics dictionary, section 2.6); "
            "flat when it should move, or suddenly 0, is a configuration bug.",
            q(mean("rl_learning_rate"), "{{run}} {{param_group}}"),
            q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}", gate=NEXT_LR),
@@ -169,20 +179,22 @@ ROWS = [
     Row("4. Critic (PPO; empty for GRPO)", [
         ts("Value loss",
            "Critic (value function) loss.",
-           "below 1.0 and falling (seed 004 section 12, heuristic). Rewards rising while the value "
-           "loss does not fall: the critic lags the actor, raise its LR (seed 001 section 3).",
+           "falling: 10-100 early, 0.1-10 later, below 1 once converged (the veRL metrics guide; the "
+           "blue line marks 1). Rewards rising while the value "
+           "loss does not fall: the critic lags the actor, raise its LR (the RL metrics dictionary, section 3).",
            q(mean("rl_value_loss")), unit="none", decimals=3, gate=CRITIC,
-           thresholds=[(None, "green"), (1, "yellow")]),
+           thresholds=[(None, "green"), (1, "blue")]),
         ts("Explained variance",
            "1 - Var(returns - values)/Var(returns).",
-           "above 0.7 and rising (seed 004 sections 11.1 and 12, heuristic); below 0.3 the critic "
-           "learns too little; below 0 it is worse than a constant (seed 004 section 11.4).",
+           "-1.0 to 0.2 early, 0.2-0.8 later, above 0.7 once converged (the veRL metrics guide); "
+           "below 0 after warm-up the critic is worse than a constant (RLCriticNotLearning, after "
+           "step 50). Lines at 0 and 0.7.",
            q(mean("rl_value_explained_variance")), unit="none", decimals=3, max=1, gate=CRITIC,
-           thresholds=[(None, "red"), (0, "orange"), (0.3, "yellow"), (0.7, "green")]),
+           thresholds=[(None, "blue"), (0, "blue"), (0.7, "green")]),
         ts("Value prediction vs return",
-           "Mean critic value prediction beside the mean return (seed 004 section 11.3 panel 3).",
+           "Mean critic value prediction beside the mean return (the veRL metrics guide, section 11.3 panel 3).",
            "the two curves track each other; a wide, persistent gap means the critic is not "
-           "learning (seed 004 section 11.4, example 3).",
+           "learning (the veRL metrics guide, section 11.4, example 3).",
            q(mean("rl_value"), "{{run}} value"), q(mean("rl_return"), "{{run}} return"),
            unit="none", decimals=3, gate=CRITIC),
     ]),
@@ -190,20 +202,21 @@ ROWS = [
         ts("Response length",
            "Generated response length: mean, and min/max over the batch.",
            "stable or slowly changing. Falling length while reward rises can be reward hacking "
-           "(seed 001 section 4); max pinned at the limit means truncation (next panel).",
+           "(the RL metrics dictionary, section 4); max pinned at the limit means truncation (next panel).",
            q(sel("rl_response_length_tokens", 'subset="", split=""'), "{{run}} {{stat}}"),
            unit="short", min=0),
         ts("Truncation and aborts",
            "Fraction of responses cut at the length limit, prompts cut at the prompt limit, and "
            "aborted samples.",
-           "a few percent at most (this project's heuristic; seed 002's lab setup saw 0.02-0.43). High response "
-           "truncation: raise max_response_length; high prompt truncation: check the data; high "
-           "aborts: check sampling parameters (seed 001 section 4).",
+           "response truncation below 0.5 (the Miles lab runs saw 0.02-0.43 healthy; the veRL "
+           "metrics guide: < 0.1 ideal, 0.1-0.3 acceptable, > 0.5 raise max_response_length; 0.85 "
+           "its example of far too many); prompt truncation below 0.05. High prompt truncation: "
+           "check the data; high aborts: check sampling parameters (the RL metrics dictionary).",
            q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} response truncated"),
            q(mean("rl_prompt_truncated_ratio"), "{{run}} prompt truncated"),
            q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
            unit="percentunit", min=0, max=1,
-           thresholds=[(None, "green"), (0.05, "yellow"), (0.2, "red")]),
+           thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")]),
         ts("Prompt length",
            "Prompt length: mean and min/max over the batch.",
            "stable; it is data, so it changes only when the data mix changes.",
@@ -250,21 +263,21 @@ ROWS = [
            q(f"increase({sel('rl_optimizer_nonfinite_skips_total')}[{RATE}])", "{{run}} non-finite"),
            q(f"increase({sel('rl_optimizer_zero_grad_skips_total')}[{RATE}])", "{{run}} zero grad"),
            q(mean("rl_optimizer_consecutive_nonfinite_skips"), "{{run}} non-finite in a row"),
-           # no red threshold: zero-gradient skips are expected in GRPO (seed 000)
+           # no red threshold: zero-gradient skips are expected in GRPO (the posttrain metrics reference)
            unit="short", min=0, width=8),
     ]),
     Row("8. Timing: where does the step go?", [
         ts("Step time by phase (stacked)",
            "Seconds per phase of the last step, stacked (veRL timing_s/*): the stack's height is "
            "the step. Select one run to read the stack.",
-           "generation is usually the largest share (seed 001 section 9); if gen exceeds half the "
-           "step it is the bottleneck, update_actor above 0.4 of it likewise (seed 004 section 11.2).",
+           "generation is usually the largest share (the RL metrics dictionary, section 9); if gen exceeds half the "
+           "step it is the bottleneck, update_actor above 0.4 of it likewise (the veRL metrics guide, section 11.2).",
            q(sel("rl_phase_duration_seconds"), "{{run}} {{phase}}"),
            unit="s", min=0, stack=True, width=12),
         ts("Step duration",
            "Wall time of a whole training step.",
-           "steady; lower is better (seed 004 section 11.1). Above 120 s per step for a 7B model "
-           "is slow (seed 004 section 11.2, heuristic).",
+           "steady; lower is better (the veRL metrics guide, section 11.1). Above 120 s per step for a 7B model "
+           "is slow (the veRL metrics guide, section 11.2, heuristic).",
            q(mean("rl_step_duration_seconds")), unit="s", min=0, width=6),
         hist_heatmap("Phase duration distribution",
                      "Distribution of phase durations measured by timer() (one observation per "
@@ -275,8 +288,8 @@ ROWS = [
     Row("9. Throughput", [
         ts("Tokens/s per GPU",
            "Tokens processed per second per GPU (veRL perf/throughput): the core efficiency number "
-           "(seed 001 section 10).",
-           "higher is better and steady; below 50 tokens/s/GPU for a 7B model is slow (seed 004 "
+           "(the RL metrics dictionary, section 10).",
+           "higher is better and steady; below 50 tokens/s/GPU for a 7B model is slow (the veRL metrics guide "
            "section 11.2, heuristic).",
            q(mean("rl_gpu_throughput_tokens_per_second")), unit="short", min=0),
         ts("Steps per minute and tokens per step",
@@ -296,8 +309,8 @@ ROWS = [
         ts("MFU: train vs rollout",
            "Model FLOPs utilisation per role and phase: train (update) and inference (rollout), "
            "as the framework reports it or as the exporter computes it.",
-           "train MFU above 0.3 (seed 004 section 11.1, heuristic); 0.5-0.6 is typical and below "
-           "0.3 means GPUs wait on communication, data or imbalance (seed 001 section 10). Rollout "
+           "train MFU above 0.3 (the veRL metrics guide, section 11.1, heuristic); 0.5-0.6 is typical and below "
+           "0.3 means GPUs wait on communication, data or imbalance (the RL metrics dictionary, section 10). Rollout "
            "MFU is normally lower (decode is memory-bound).",
            q(sel("rl_mfu_ratio"), "{{run}} {{role}} {{phase}} ({{source}})"),
            unit="percentunit", min=0, max=1, width=12,
@@ -318,7 +331,7 @@ ROWS = [
            thresholds=[(None, "red"), (0.3, "yellow"), (0.6, "green")]),
         ts("GPU memory",
            "Peak torch memory per step (allocated/reserved) as the trainer reports it.",
-           "below the card's memory with headroom; peak close to the total precedes OOM (seed 004 "
+           "below the card's memory with headroom; peak close to the total precedes OOM (the veRL metrics guide "
            "section 11.2, problem 3).",
            q(sel("rl_gpu_memory_peak_bytes", 'stat=""'), "{{run}} peak {{kind}} {{role}}"),
            unit="bytes", min=0),
@@ -326,19 +339,22 @@ ROWS = [
            "Total power draw over the run's GPUs.",
            "steady near the power limit under load; a drop with steady step time means GPUs wait.",
            q(f"sum by (run) ({sel(n.GPU_POWER)})"), unit="watt", min=0, gate=GPU),
-        bars("GPU memory used (share of limit)",
-             "Per GPU: NVML memory used as a share of its limit.",
-             "below 0.9 (this project's heuristic): above it a longer batch can OOM.",
-             qi(f"{sel(n.GPU_MEMORY_USAGE)} / {sel(n.GPU_MEMORY_LIMIT)}",
-                "{{run}} gpu{{gpu}}"),
+        bars("GPU memory: the trainer's peak allocated (share of the device)",
+             "Per run: the trainer's own peak allocated memory (veRL perf/max_memory_allocated_gb) "
+             "as a share of the smallest GPU's memory. NVML usage is no OOM signal: a rollout "
+             "engine pre-allocates its KV cache, so a healthy job sits at about 95 % (GPU dashboard).",
+             "below 0.95 (RLGPUMemoryNearFull); close to the device total the next long batch OOMs "
+             "(the veRL metrics guide, problem 3).",
+             qi(f"max by (run) ({ALLOCATED_PEAK}) / on (run) min by (run) ({sel(n.GPU_MEMORY_LIMIT)})",
+                "{{run}} allocated peak"),
              unit="percentunit", min=0, max=1, gate=GPU, width=24, height=6,
-             thresholds=[(None, "green"), (0.8, "yellow"), (0.9, "red")]),
+             thresholds=[(None, "green"), (0.9, "yellow"), (0.95, "red")]),
     ]),
 ]
 
 DASHBOARD = Dashboard(
     uid="rl-overview", title="RL run overview",
-    description="One RL run (or a few) in the order of attention of seed 001 and seed 004 "
+    description="One RL run (or a few) in the order of attention of the RL metrics dictionary and the veRL metrics guide "
                 "section 11.3: alerts, validation, reward, policy health, critic, lengths, "
                 "groups, optimizer, timing, throughput, MFU, GPUs.",
     rows=ROWS, tags=["rl-exporter", "rl"])

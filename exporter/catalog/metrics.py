@@ -68,7 +68,7 @@ METRICS: list[Metric] = [
     g("rl_reward", "1",
       "Reward used for training per sequence (veRL critic/rewards = score minus in-reward KL; "
       "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL rollout/reward; "
-      "slime/Miles rollout/raw_reward; posttrain train/reward_*). subset=generated: every generated "
+      "posttrain train/reward_*). subset=generated: every generated "
       "sample before dynamic filtering (OpenRLHF rollout/reward_mean).", "subset",
       agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_normalized_reward", "1",
@@ -76,8 +76,8 @@ METRICS: list[Metric] = [
       "log as rollout/rewards. Near 0 by construction: read rl_reward for the task reward.",
       agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_score", "1",
-      "Raw task score per sequence before any KL shaping (veRL critic/score, OpenRLHF score, "
-      "AReaL task_reward).", agg=WMEAN, weight=SEQ, group="reward"),
+      "Raw task score per sequence before any KL shaping or normalisation (veRL critic/score, "
+      "slime/Miles rollout/raw_reward, OpenRLHF score, AReaL task_reward).", agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_reward_function", "1",
       "Reward of one named reward function (TRL rewards/{function}[/mean|std], ms-swift "
       "rewards/{function}/mean|std, veRL critic/{function}_score/*, gdpo/{function}/*). `function` "
@@ -88,8 +88,10 @@ METRICS: list[Metric] = [
     g("rl_return", "1", "Returns (advantages plus values) over valid tokens.", agg=WMEAN, weight=TOK,
       group="reward"),
     g("rl_reward_kl_penalty", "1",
-      "KL penalty folded into the reward (veRL actor/reward_kl_penalty, AReaL kl_rewards, "
-      "TRL PPO objective/non_score_reward is its negative sum).", group="reward"),
+      "KL folded into the reward: before the coefficient for veRL actor/reward_kl_penalty and "
+      "critic/kl and slime/Miles rollout/kl (the KL to the reference); AReaL kl_rewards is the "
+      "per-token penalty itself (-coef x KL); TRL PPO objective/non_score_reward is its negative "
+      "sum (stat=sum).", group="reward"),
     g("rl_pass_at_k_ratio", "1", "Training-rollout pass@k (slime/Miles passrate/pass@k).", "k",
       group="reward"),
     # ---------------------------------------------------------------- GRPO groups
@@ -129,18 +131,19 @@ METRICS: list[Metric] = [
       "ppo/policy/policykl).", "estimator", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_reference_kl", "1",
       "KL of the policy to the frozen reference, before the coefficient: TRL kl, OpenRLHF kl, "
-      "veRL actor/kl_loss and critic/kl, slime/Miles train/kl_loss, posttrain train/kl_mean (k3; "
+      "veRL actor/kl_loss, slime/Miles train/kl_loss, posttrain train/kl_mean (k3; "
       "stat=max for train/kl_max), TRL PPO objective/kl, generic KTO loss/kl. `estimator` (k1|k2|k3) "
       "where the key fixes it.", "estimator", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_kl_coefficient", "1", "KL coefficient / beta in use (veRL actor/kl_coef, posttrain kl_beta).",
       agg=LAST, group="policy"),
     g("rl_entropy", "1",
-      "Mean token entropy of the policy (veRL actor/entropy, TRL entropy, AReaL entropy, "
+      "Mean token entropy of the policy (veRL actor/entropy, and actor/entropy_loss up to "
+      "v0.3.0.post1; TRL entropy, AReaL entropy, "
       "posttrain train/entropy, slime rollout/entropy). A fast drop is policy collapse.",
       agg=WMEAN, weight=TOK, group="policy"),
     g("rl_entropy_loss", "1",
-      "Entropy term of the loss (veRL actor/entropy_loss, slime/Miles train/entropy_loss, OpenRLHF "
-      "entropy_loss). Some frameworks log the bonus, others the entropy itself.",
+      "Entropy term of the loss (slime/Miles train/entropy_loss, OpenRLHF entropy_loss). veRL's "
+      "actor/entropy_loss is the entropy itself and lands on rl_entropy.",
       agg=WMEAN, weight=TOK, group="policy"),
     g("rl_entropy_coefficient", "1", "Entropy bonus coefficient (TRL entropy_coef).", agg=LAST,
       group="policy"),
@@ -435,8 +438,10 @@ SELF_METRICS: list[Metric] = [
     g("rl_exporter_queue_frames", "{frame}", "Frames waiting for the worker.", group="exporter"),
     g("rl_exporter_last_frame_timestamp_seconds", "s", "Unix time the worker last processed a frame.",
       agg=MAX, group="exporter"),
+    # half-decades where frames land (a 150-key frame takes ~25 us), decades past 1 ms, which
+    # only a pathological frame reaches: every bucket is a series of every rank's budget
     h("rl_exporter_frame_processing_seconds", "s", "Worker time per frame.",
-      (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1), group="exporter"),
+      (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 1e-2, 0.1), group="exporter"),
     # added for the sidecar: `rl-exporter serve` sources (a followed file/glob or ingest)
     c("rl_exporter_source_lines_total", "{line}", "Lines read from a source's files.", "source",
       group="sidecar"),

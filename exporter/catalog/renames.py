@@ -13,7 +13,12 @@ RENAMED: list[tuple[str, str, str]] = [
     # ---------------------------------------------------------------- meaning fixes
     ("slime/Miles rollout/rewards: rl_reward", "rl_normalized_reward",
      "group-normalised reward, not the step's reward"),
-    ("slime/Miles rollout/raw_reward: rl_score", "rl_reward", "seed 002: the mean reward of the step"),
+    ("slime/Miles rollout/raw_reward: rl_reward", "rl_score",
+     "the raw task reward before normalisation: the same meaning as veRL critic/score"),
+    ("slime/Miles rollout/kl: rl_reference_kl", "rl_reward_kl_penalty",
+     "the KL folded into the reward (--kl-coef); train/kl_loss keeps rl_reference_kl"),
+    ("veRL actor/entropy_loss: rl_entropy_loss", "rl_entropy",
+     "v0.1..v0.3.0.post1 log mean(entropy) under this name: the entropy itself"),
     ("rl_kl_loss", "rl_reference_kl", "one name for the KL to the reference (veRL actor/kl_loss, "
      "slime/Miles train/kl_loss: the estimate before the coefficient)"),
     ("posttrain NFT train/kl_loss: rl_kl_loss", 'rl_loss{component="kl"}',

@@ -22,6 +22,41 @@ def _labels(labels) -> str:
     return ", ".join(f'{k}="{v}"' for k, v in labels)
 
 
+# One meaning, one series: each reward meaning and the series it lands on, in table order.
+REWARD_MEANINGS = (
+    ("rl_score", "raw task reward (before KL shaping or normalisation)"),
+    ("rl_reward", "shaped / training reward (score minus the in-reward KL, or the trainer's reward)"),
+    ("rl_normalized_reward", "normalised (per-group (r - mean) / std)"),
+    ("rl_reward_kl_penalty", "KL folded into the reward"),
+)
+
+
+def _keys_of(v, metric: str) -> list[str]:
+    keys = [f"`{k}`" + (f" ({_labels(a.labels)})" if a.labels else "")
+            for k, a in v.keys.items() if a.metric == metric]
+    keys += [f"`{p.regex.pattern}`" for p in v.patterns if p.alias.metric == metric]
+    return keys
+
+
+def reward_table(catalog=CATALOG) -> list[str]:
+    """Every framework's raw, shaped and normalised reward keys on one table, so a cross-
+    framework panel compares one meaning."""
+    out = ["## Rewards: raw, shaped, normalised", "",
+           "The same meaning lands on the same series in every framework. The alert rules read "
+           "the raw task reward (`rl_score`) first and `rl_reward` only where a run logs no raw "
+           "score; nothing reads `rl_normalized_reward` (about 0 by construction). `rl_reward` is "
+           "the reward the trainer optimises: where a framework folds no KL into it (TRL GRPO, "
+           "posttrain, AReaL's rollout reward) it carries the raw reward too, and a framework "
+           "with a `—` under `rl_score` logs no separate raw score.", "",
+           "| framework | " + " | ".join(f"{m}: {what}" for m, what in REWARD_MEANINGS) + " |",
+           "|---|" + "---|" * len(REWARD_MEANINGS)]
+    for fw in FRAMEWORKS:
+        v = catalog.vocabularies[fw]
+        cells = [", ".join(_keys_of(v, m)) or "—" for m, _ in REWARD_MEANINGS]
+        out.append(f"| {fw} | " + " | ".join(_cell(c) for c in cells) + " |")
+    return out
+
+
 def render(catalog=CATALOG) -> str:
     rel = catalog.releases
     out = ["# Vocabulary", "",
@@ -43,6 +78,7 @@ def render(catalog=CATALOG) -> str:
             "| old | new | why |", "|---|---|---|"]
     for old, new, why in RENAMED:
         out.append(f"| `{_cell(old)}` | `{_cell(new)}` | {_cell(why)} |")
+    out += ["", *reward_table(catalog)]
     out += ["", "## Keys by canonical metric", ""]
     by_metric: dict[str, list] = {}
     for fw in FRAMEWORKS:

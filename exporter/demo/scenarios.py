@@ -237,7 +237,8 @@ def gpu_memory_full(frame, t, rng):
 
 
 def gpu_throttle(frame, t, rng):
-    # seed 002's heat guard: throttled clocks make steps ~20 % slower
+    # thermal throttling: clocks held down make steps ~20 % slower (not a heat-guard pause,
+    # which stops the whole run: report that as a phase, exporter.timer("heat_guard"))
     frame["perf/throughput"] *= 0.8
     return frame
 
@@ -291,7 +292,69 @@ SCENARIOS.update({
     "validation-regression": validation_regression,
 })
 
+def grad_vanishing(frame, t, rng):
+    # the veRL metrics guide, section 1.7: below 0.01 the gradient vanishes and learning stalls
+    frame["actor/grad_norm"] = 0.002 + abs(rng.gauss(0, 0.001))
+    return frame
+
+
+def dual_clip(frame, t, rng):
+    # the dual-clip lower bound (veRL pg_clipfrac_lower) binds far more than its usual < 0.1
+    frame["actor/pg_clipfrac_lower"] = 0.3 + abs(rng.gauss(0, 0.02))
+    return frame
+
+
+def _prepare_value_clip(frame, step, rng):
+    frame = _prepare_critic(frame, step, rng)
+    frame["critic/vf_clipfrac"] = 0.1 + abs(rng.gauss(0, 0.02))
+    return frame
+
+
+def value_clip(frame, t, rng):
+    frame["critic/vf_clipfrac"] = 0.7 + abs(rng.gauss(0, 0.02))   # above 0.5: value update restricted
+    return frame
+
+
+def _prepare_optimizer_steps(frame, step, rng):
+    # posttrain PPO: policy and critic optimizers each take 4 minibatch steps per iteration
+    frame["optim/policy_optimizer_step"] = 4 * step
+    frame["optim/critic_optimizer_step"] = 4 * step
+    return frame
+
+
+def optimizer_diverge(frame, t, rng):
+    frame["optim/critic_optimizer_step"] -= 4 * (t + 1)            # the critic stopped stepping
+    return frame
+
+
+def _prepare_nonfinite_logp(frame, step, rng):
+    frame["ppo_actor/train_infer/nonfinite_logp_fraction"] = 0.0  # AReaL train_infer
+    return frame
+
+
+def nonfinite_logp(frame, t, rng):
+    frame["ppo_actor/train_infer/nonfinite_logp_fraction"] = 0.004 + abs(rng.gauss(0, 0.001))
+    return frame
+
+
+def lr_zero(frame, t, rng):
+    frame["actor/lr"] = 0.0    # a schedule or config bug zeroes the learning rate mid-run
+    return frame
+
+
+SCENARIOS.update({
+    "lr-zero": lr_zero,
+    "grad-vanishing": grad_vanishing,
+    "dual-clip": dual_clip,
+    "value-clip": value_clip,
+    "optimizer-diverge": optimizer_diverge,
+    "nonfinite-logprob": nonfinite_logp,
+})
+
 PREPARE = {
+    "value-clip": _prepare_value_clip,
+    "optimizer-diverge": _prepare_optimizer_steps,
+    "nonfinite-logprob": _prepare_nonfinite_logp,
     "kl-token-spike": _prepare_kl,
     "reference-kl-runaway": _prepare_reference_kl,
     "on-policy-clip": _prepare_on_policy,

@@ -48,8 +48,11 @@ CONFIG_N_MINI = "n_mini"                     # optimizer updates per rollout bat
 CONFIG_MAX_GRAD_NORM = "max_grad_norm"       # gradient clipping threshold
 CONFIG_MAX_RESPONSE_LENGTH = "max_response_length"   # generation limit, tokens
 CONFIG_ROLLOUT_GPU_MEMORY = "rollout_gpu_memory_fraction"  # engine's share of GPU memory, 0..1
+# the last training step of the run: RLRunStalled does not page on a run that reached it (a
+# finished run whose exporter keeps serving), and the fleet dashboard counts it finished
+CONFIG_TOTAL_STEPS = "total_training_steps"
 CONFIG_PARAMETERS = (CONFIG_N_MINI, CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH,
-                     CONFIG_ROLLOUT_GPU_MEMORY)
+                     CONFIG_ROLLOUT_GPU_MEMORY, CONFIG_TOTAL_STEPS)
 
 
 def get_path(obj, *path):

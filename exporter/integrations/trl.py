@@ -24,7 +24,7 @@ import logging
 import os
 import sys
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI, CONFIG_TOTAL_STEPS,
                       CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, model_basename, number)
 
 log = logging.getLogger("rl_exporter")
@@ -48,7 +48,7 @@ def algorithm_of(args) -> str | None:
     return None
 
 
-def config_values(args) -> dict:
+def config_values(args, state=None) -> dict:
     """The settings the alert rules read, from a TrainingArguments subclass (GRPOConfig, ...).
 
     n_mini: optimizer updates per generated batch. TRL generates steps_per_generation
@@ -65,6 +65,10 @@ def config_values(args) -> dict:
     out[CONFIG_MAX_RESPONSE_LENGTH] = number(getattr(args, "max_completion_length", None))
     if getattr(args, "use_vllm", False):
         out[CONFIG_ROLLOUT_GPU_MEMORY] = number(getattr(args, "vllm_gpu_memory_utilization", None))
+    # the last global_step: TrainerState.max_steps (set at train start, also for epoch-based
+    # runs), else args.max_steps when positive (-1 means "from the epochs")
+    total = number(getattr(state, "max_steps", None)) or number(getattr(args, "max_steps", None))
+    out[CONFIG_TOTAL_STEPS] = total if total and total > 0 else None
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -113,7 +117,7 @@ class _CallbackImpl(ExporterOwner):
             kw["rank"] = getattr(args, "process_index", None)
         self._closed = False  # a second train() starts a new exporter
         try:
-            cfg = config_values(args)
+            cfg = config_values(args, state)
         except Exception as e:
             log.error("rl-exporter (%s): settings not read: %r", self.framework, e)
             cfg = {}

@@ -31,7 +31,7 @@ import logging
 import math
 import os
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI, CONFIG_TOTAL_STEPS,
                       CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, first, get_path,
                       model_basename, number)
 
@@ -73,6 +73,7 @@ def config_values(config) -> dict:
     max_grad_norm: actor.optim.clip_grad (actor.grad_clip in older trees).
     max_response_length: rollout.response_length, else data.max_response_length.
     rollout_gpu_memory_fraction: rollout.gpu_memory_utilization (vLLM/SGLang KV-cache share).
+    total_training_steps: trainer.total_training_steps (the run's last global step).
     """
     actor = get_path(config, "actor_rollout_ref", "actor")
     rollout = get_path(config, "actor_rollout_ref", "rollout")
@@ -86,6 +87,10 @@ def config_values(config) -> dict:
     out[CONFIG_MAX_RESPONSE_LENGTH] = number(first(
         config, ("actor_rollout_ref", "rollout", "response_length"), ("data", "max_response_length")))
     out[CONFIG_ROLLOUT_GPU_MEMORY] = number(get_path(rollout, "gpu_memory_utilization"))
+    # RayPPOTrainer writes the computed total back into trainer.total_training_steps before
+    # fit() builds its Tracking; global_steps runs 1..total, so the last step equals it
+    total = number(get_path(config, "trainer", "total_training_steps"))
+    out[CONFIG_TOTAL_STEPS] = total if total and total > 0 else None
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -65,7 +65,7 @@ CASES = [
         "train/train_rollout_kl": 0.0007, "rollout/raw_reward": 0.71, "perf/step_time": 152.6,
         "perf/update_weights_time": 0.64},
      {("rl_policy_clip_ratio", ()): 0.0, ("rl_train_inference_logprob_abs_diff", ()): 0.0145,
-      ("rl_train_inference_kl", (("estimator", "k3"),)): 0.0007, ("rl_reward", ()): 0.71, ("rl_step_duration_seconds", ()): 152.6,
+      ("rl_train_inference_kl", (("estimator", "k3"),)): 0.0007, ("rl_score", ()): 0.71, ("rl_step_duration_seconds", ()): 152.6,
       ("rl_phase_duration_seconds", (("phase", "update_weights"),)): 0.64}),
     ("posttrain", {
         "train/loss_avg": 0.12, "train/clip_frac": 0.01, "train/kl_mean": 0.002, "train/kl_max": 0.9,

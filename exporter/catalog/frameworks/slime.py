@@ -139,7 +139,9 @@ KEYS.update({
 # ------------------------------------------------------------------ rollout/{field} (Megatron side)
 KEYS.update({
     "rollout/rewards": alias("rl_normalized_reward", note="after group normalisation"),
-    "rollout/raw_reward": alias("rl_reward", note="the reward of the step, before normalisation"),
+    # the raw task reward of the step (Miles lab ranges: "the mean reward of the step"), before
+    # group normalisation: the same meaning as veRL critic/score, so the same series
+    "rollout/raw_reward": alias("rl_score", note="the raw task reward of the step, before normalisation"),
     "rollout/response_lengths": alias("rl_response_length_tokens"),
     "rollout/total_lengths": alias("rl_sequence_length_tokens"),
     "rollout/truncated": alias("rl_response_truncated_ratio"),
@@ -148,7 +150,10 @@ KEYS.update({
     "rollout/advantages": alias("rl_advantage"),
     "rollout/returns": alias("rl_return"),
     "rollout/values": alias("rl_value"),
-    "rollout/kl": alias("rl_reference_kl", note="log_probs - ref_log_probs, per-rollout mean"),
+    # the KL slime folds into the reward (--kl-coef), before the coefficient: veRL's in-reward
+    # KL (actor/reward_kl_penalty), not train/kl_loss (the loss term, rl_reference_kl)
+    "rollout/kl": alias("rl_reward_kl_penalty", note="log_probs - ref_log_probs, per-rollout mean, "
+                        "before --kl-coef"),
 })
 for _f, _model in (("log_probs", "current"), ("ref_log_probs", "reference"),
                   ("rollout_log_probs", "rollout"), ("teacher_log_probs", "teacher")):

@@ -79,7 +79,10 @@ K = {
     "actor/pg_clipfrac_lower": alias("rl_policy_clip_ratio", bound="dual", agg=MEAN),
     "actor/ppo_kl": alias("rl_policy_kl", agg=MEAN),
     "actor/entropy": alias("rl_entropy"),
-    "actor/entropy_loss": alias("rl_entropy_loss"),
+    # v0.1..v0.3.0.post1 only (the release key lists): there entropy_loss = mean(entropy) is the
+    # entropy itself (the veRL metrics guide, section 1.5), and no release writes it next to
+    # actor/entropy (v0.4.1+). So it is the entropy, not a loss term.
+    "actor/entropy_loss": alias("rl_entropy", note="the entropy itself (v0.1..v0.3.0.post1)"),
     "actor/kl_loss": alias("rl_reference_kl", note="estimator per actor.kl_loss_type"),
     "actor/kl_coef": alias("rl_kl_coefficient"),
     "actor/grad_norm": alias("rl_grad_norm", agg=MEAN, note="mean over mini-batches"),

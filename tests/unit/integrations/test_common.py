@@ -134,3 +134,17 @@ def test_trl_config_values_from_real_grpo_config():
     assert config_values(args)["rollout_gpu_memory_fraction"] == 0.45
     on_policy = trl.GRPOConfig(output_dir="/tmp/rlx-grpo", use_cpu=True, report_to="none")
     assert config_values(on_policy)["n_mini"] == 1.0
+
+
+def test_total_training_steps_is_captured_where_the_config_has_it():
+    # RLRunStalled does not page on a run whose last step reached it (a finished run)
+    from types import SimpleNamespace
+    from exporter.integrations import trl, verl
+    cfg = {"trainer": {"total_training_steps": 500}, "data": {"train_batch_size": 64},
+           "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 16}}}
+    assert verl.config_values(cfg)["total_training_steps"] == 500.0
+    assert "total_training_steps" not in verl.config_values({"trainer": {"total_training_steps": None}})
+    args = SimpleNamespace(max_steps=-1, max_grad_norm=1.0)
+    assert "total_training_steps" not in trl.config_values(args)          # epoch-based, not started
+    assert trl.config_values(args, SimpleNamespace(max_steps=1200))["total_training_steps"] == 1200.0
+    assert trl.config_values(SimpleNamespace(max_steps=300))["total_training_steps"] == 300.0
