@@ -6,8 +6,8 @@ failure on the screen. Doctor therefore also looks at every frame's values, afte
 resolution, for what the sources name as broken on one step:
 
 - a loss or gradient norm that is NaN or infinite;
-- a gradient norm of exactly 0 (the veRL metrics guide and posttrain's reference: no learning
-  signal; a tied GRPO group has an advantage of exactly 0 for every member);
+- a gradient norm of exactly 0 (posttrain's metrics reference: no learning signal; a tied GRPO
+  group has an advantage of exactly 0 for every member);
 - no reward variance: every score of the step equal (max == min), a reward std of 0, every
   GRPO group tied (zero-std share 1, informative groups 0);
 - truncation: 90 % or more of the responses cut at the length limit (the Chinese metrics guide
