@@ -2,8 +2,9 @@
 
     python -m alerts render                       # rewrite exporter/rules/rl-exporter.rules.yaml
     python -m alerts render --overrides my.yaml --out /tmp/rules.yaml
-    python -m alerts alertmanager                 # rewrite alerts/alertmanager/alertmanager.yml
-    python -m alerts test-file                    # rewrite alerts/tests/*.test.yaml (unit + cadence)
+    python -m alerts alertmanager                 # rewrite helm/rl-exporter/files/alertmanager/alertmanager.yml
+    python -m alerts test-file                    # write alerts/tests/*.test.yaml (unit + cadence;
+                                                  # generated for promtool, not committed)
     python -m alerts cadence --measure            # rerun promtool, record steps-to-fire per alert
                                                   # and cadence (alerts/tests/cadence-steps.json)
     python -m alerts cadence                      # print the alert x cadence x steps table
@@ -27,7 +28,8 @@ from exporter.postmortem.baseline import BaselineError
 HERE = Path(__file__).resolve().parent
 RULES_FILE = shipped.RULES_FILE
 TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
-AM_FILE = HERE / "alertmanager" / "alertmanager.yml"
+# written where it is consumed: the chart carries it (and docs point operators there)
+AM_FILE = HERE.parent / "helm" / "rl-exporter" / "files" / "alertmanager" / "alertmanager.yml"
 
 
 def load_overrides(path: str | None) -> dict | None:
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
             print("FAIL:", line, file=sys.stderr)
         if not problems:
             print("alerts: OK (rules current, metric names in catalog, runbook anchors resolve, "
-                  "promtool tests current)")
+                  "promtool cases for every alert, cadence budgets hold)")
         return 1 if problems else 0
     if a.command == "docs":
         from . import docs
@@ -97,14 +99,12 @@ def main(argv=None) -> int:
             text = am_yaml(config())
             target = a.out or str(AM_FILE)
         elif a.command == "test-file":
-            from .testcases import render_tests
-            from . import cadence
-            text = render_tests()
-            target = a.out or str(TEST_FILE)
+            from .testcases import render_tests, write_test_files
             if not a.out:
-                for c in cadence.CADENCES:
-                    cadence.cadence_file(c).write_text(cadence.render_cadence(c))
-                    print(f"wrote {cadence.cadence_file(c)}")
+                for path in write_test_files():
+                    print(f"wrote {path}")
+                return 0
+            text, target = render_tests(), a.out
         elif a.baseline:
             from . import baseline
             from exporter.postmortem.baseline import load

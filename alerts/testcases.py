@@ -387,3 +387,16 @@ def render_tests() -> str:
 from .phase_cases import PHASE_CASES  # noqa: E402
 
 CASES.update(PHASE_CASES)
+
+
+def write_test_files() -> list:
+    """Write the promtool unit tests (these cases and the cadence matrix) into alerts/tests/.
+    They are generated, not committed: the tests write them before running promtool."""
+    from . import cadence
+    from .check import TEST_FILE
+    TEST_FILE.write_text(render_tests())
+    out = [TEST_FILE]
+    for c in cadence.CADENCES:
+        cadence.cadence_file(c).write_text(cadence.render_cadence(c))
+        out.append(cadence.cadence_file(c))
+    return out

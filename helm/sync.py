@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Copy the generated alert rules, dashboards and Alertmanager example into the Helm chart.
+"""Put the generated alert rules into the Helm chart, and check the chart's generated files.
 
-Helm can only embed files inside the chart (`.Files.Get`), so the chart carries copies:
+Helm can only embed files inside the chart (`.Files.Get`). The generators write the chart's
+dashboards and Alertmanager example there directly (the one committed copy); the rules are
+packaged with the exporter (doctor reads them) and carried by the chart with named sentinels:
 
     exporter/rules/*.yaml                      -> helm/rl-exporter/files/rules/<name>.yaml       (verbatim)
     alerts/rules.py (rl-exporter.rules.yaml) -> the same path with named threshold sentinels,
                                                 plus files/thresholds.yaml (their defaults), so
                                                 `prometheusRule.thresholds.<name>` tunes them
-    dashboards/json/*.json                   -> helm/rl-exporter/files/dashboards/<stem>.json  (verbatim:
-                                                the ConfigMaps carry exactly the generated JSON)
-    alerts/alertmanager/alertmanager.yml     -> helm/rl-exporter/files/alertmanager/alertmanager.yml
+    files/dashboards/*.json                  <- `python -m dashboards` (validated here)
+    files/alertmanager/alertmanager.yml      <- `python -m alerts alertmanager` (validated here)
 
     python helm/sync.py            # write the copies, remove stale ones
     python helm/sync.py --check    # CI: exit 1 when the chart's copies differ from the sources
@@ -58,13 +59,14 @@ def rule_sources(root: Path) -> list[Path]:
 
 
 def dashboard_sources(root: Path) -> list[Path]:
-    """The generated dashboards (python -m dashboards writes dashboards/json/): the one copy."""
-    return sorted((root / "dashboards" / "json").glob("*.json"))
+    """The dashboards, which `python -m dashboards` writes straight into the chart (the one
+    committed copy); here they are validated (and copied only into another chart)."""
+    return sorted((root / "helm" / "rl-exporter" / "files" / "dashboards").glob("*.json"))
 
 
 def alertmanager_source(root: Path) -> Path | None:
-    for name in ALERTMANAGER_NAMES:
-        p = root / "alerts" / "alertmanager" / name
+    for name in ALERTMANAGER_NAMES:  # written into the chart by `python -m alerts alertmanager`
+        p = root / "helm" / "rl-exporter" / "files" / "alertmanager" / name
         if p.is_file():
             return p
     return None

@@ -9,9 +9,20 @@ import yaml
 from alerts import check
 from alerts.alertmanager import config, loopback, yaml_text as am_yaml
 from alerts.rules import render, yaml_text
+from alerts.__main__ import AM_FILE
+from alerts.testcases import write_test_files
+from exporter import rules as shipped
 
 pytestmark = pytest.mark.integration
 ALERTS_DIR = check.HERE
+RULES_FILE = shipped.RULES_FILE
+
+
+@pytest.fixture(scope="module", autouse=True)
+def promtool_test_files():
+    """The promtool unit tests are generated from alerts/testcases.py and alerts/cadence.py
+    (not committed): written fresh for this run."""
+    return write_test_files()
 PROMTOOL = shutil.which("promtool")
 AMTOOL = shutil.which("amtool")
 need_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt install prometheus)")
@@ -24,7 +35,7 @@ def run(*cmd, cwd=None):
 
 @need_promtool
 def test_promtool_check_rules_lint_clean():
-    p = run(PROMTOOL, "check", "rules", "--lint=all", str(ALERTS_DIR / "rules" / "rl-exporter.rules.yaml"))
+    p = run(PROMTOOL, "check", "rules", "--lint=all", str(RULES_FILE))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "SUCCESS" in p.stdout and "warning" not in (p.stdout + p.stderr).lower()
 
@@ -53,7 +64,7 @@ def test_cadence_healthy_run_catches_the_nvml_only_memory_rule(tmp_path):
     on it, so the matrix would have caught the false page."""
     doc = yaml.safe_load((ALERTS_DIR / "tests" / "cadence-30s.test.yaml").read_text())
     doc["tests"] = doc["tests"][:1]
-    rules = yaml.safe_load((ALERTS_DIR / "rules" / "rl-exporter.rules.yaml").read_text())
+    rules = yaml.safe_load(RULES_FILE.read_text())
     for r in rules["groups"][0]["rules"]:
         if r.get("alert") == "RLGPUMemoryNearFull":
             r["expr"] = ("max by (run, instance, gpu) (hw_gpu_memory_usage_bytes)\n"
@@ -69,7 +80,7 @@ def test_cadence_healthy_run_catches_the_nvml_only_memory_rule(tmp_path):
 def test_promtool_catches_a_wrong_expectation(tmp_path):
     # The harness can fail: flip one expected description and promtool must say so.
     doc = yaml.safe_load((ALERTS_DIR / "tests" / "rl-exporter.test.yaml").read_text())
-    doc["rule_files"] = [str(ALERTS_DIR / "rules" / "rl-exporter.rules.yaml")]
+    doc["rule_files"] = [str(RULES_FILE)]
     doc["tests"] = doc["tests"][:2]
     doc["tests"][0]["alert_rule_test"][0]["exp_alerts"][0]["exp_annotations"]["description"] = "wrong"
     f = tmp_path / "t.yaml"
@@ -90,7 +101,7 @@ def test_promtool_accepts_overridden_and_time_scaled_rules(tmp_path, scale):
 
 @need_amtool
 def test_amtool_check_config_example_and_loopback(tmp_path):
-    p = run(AMTOOL, "check-config", str(ALERTS_DIR / "alertmanager" / "alertmanager.yml"))
+    p = run(AMTOOL, "check-config", str(AM_FILE))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "3 receivers" in p.stdout and f"{len(config()['inhibit_rules'])} inhibit rules" in p.stdout
     f = tmp_path / "am.yml"
@@ -108,7 +119,7 @@ def test_amtool_check_config_example_and_loopback(tmp_path):
 ])
 def test_amtool_routes(labels, receiver):
     p = run(AMTOOL, "config", "routes", "test",
-            "--config.file=" + str(ALERTS_DIR / "alertmanager" / "alertmanager.yml"),
+            "--config.file=" + str(AM_FILE),
             "--verify.receivers=" + receiver, *labels)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.strip() == receiver
@@ -117,7 +128,7 @@ def test_amtool_routes(labels, receiver):
 @need_amtool
 def test_amtool_route_verification_can_fail():
     p = run(AMTOOL, "config", "routes", "test",
-            "--config.file=" + str(ALERTS_DIR / "alertmanager" / "alertmanager.yml"),
+            "--config.file=" + str(AM_FILE),
             "--verify.receivers=pagerduty", "severity=warning", "run=r1")
     assert p.returncode != 0
 

@@ -149,7 +149,7 @@ def test_template_variables_resolve(prometheus):
     base, _ = prometheus
     values = {}
     for d in DASHBOARDS[:1]:
-        model = json.loads((REPO / "dashboards" / "json" / f"{d.uid}.json").read_text())
+        model = json.loads((REPO / "helm" / "rl-exporter" / "files" / "dashboards" / f"{d.uid}.json").read_text())
         for var in model["templating"]["list"]:
             if var["type"] != "query":
                 continue

@@ -103,11 +103,11 @@ inhibit_rules:
 def write_standin_root(root: Path) -> Path:
     (root / "exporter" / "rules").mkdir(parents=True)
     (root / "exporter" / "rules" / "standin.rules.yaml").write_text(STANDIN_RULES)
-    (root / "alerts" / "alertmanager").mkdir(parents=True)
-    (root / "alerts" / "alertmanager" / "alertmanager.yml").write_text(STANDIN_ALERTMANAGER)
-    (root / "dashboards" / "json").mkdir(parents=True)
-    (root / "dashboards" / "json" / "rl-standin.json").write_text(json.dumps(STANDIN_DASHBOARD, indent=2))
-    (root / "dashboards" / "provisioning").mkdir()
+    (root / "helm" / "rl-exporter" / "files" / "alertmanager").mkdir(parents=True)
+    (root / "helm" / "rl-exporter" / "files" / "alertmanager" / "alertmanager.yml").write_text(STANDIN_ALERTMANAGER)
+    (root / "helm" / "rl-exporter" / "files" / "dashboards").mkdir(parents=True)
+    (root / "helm" / "rl-exporter" / "files" / "dashboards" / "rl-standin.json").write_text(json.dumps(STANDIN_DASHBOARD, indent=2))
+    (root / "dashboards" / "provisioning").mkdir(parents=True)
     (root / "dashboards" / "provisioning" / "ignored.json").write_text("{}")
     return root
 
@@ -665,7 +665,7 @@ def test_dashboard_configmaps_identical_to_standin(helm, chart):
 
 def test_dashboard_configmaps_identical_to_repository(helm, repo_chart):
     sources = sync.dashboard_sources(ROOT)
-    assert sources, "dashboards/json/*.json missing: run `python -m dashboards`"
+    assert sources, "helm/rl-exporter/files/dashboards/*.json missing: run `python -m dashboards`"
     docs = template(helm, repo_chart)
     cms = dashboards_of(docs)
     assert set(cms) == {f"{p.stem}.json" for p in sources}

@@ -204,8 +204,9 @@ def test_check_fails_on_an_unknown_metric(monkeypatch, tmp_path, capsys):
 
 def test_configmaps():
     yaml = pytest.importorskip("yaml")
+    maps = generate.configmaps()
     for d in DASHBOARDS:
-        text = (generate.ROOT / "configmaps" / f"{d.uid}.yaml").read_text()
+        text = maps[f"{d.uid}.yaml"]
         assert len(text.encode()) < generate.CONFIGMAP_LIMIT
         cm = yaml.safe_load(text)
         assert cm["kind"] == "ConfigMap" and cm["apiVersion"] == "v1"
@@ -213,14 +214,15 @@ def test_configmaps():
         assert cm["metadata"]["annotations"]["grafana_folder"] == FOLDER
         (key, value), = cm["data"].items()
         assert key == f"{d.uid}.json" and "\n" not in value
-        assert json.loads(value) == json.loads((generate.ROOT / "json" / key).read_text())
+        assert json.loads(value) == json.loads((generate.OUTPUT_DIRS["json"] / key).read_text())
 
 
 def test_configmaps_validate_as_kubernetes_objects():
     kv = pytest.importorskip("kubernetes_validate")
     yaml = pytest.importorskip("yaml")
+    maps = generate.configmaps()
     for d in DASHBOARDS:
-        obj = yaml.safe_load((generate.ROOT / "configmaps" / f"{d.uid}.yaml").read_text())
+        obj = yaml.safe_load(maps[f"{d.uid}.yaml"])
         kv.validate(obj, "1.30.0", strict=True)
 
 

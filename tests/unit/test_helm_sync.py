@@ -19,11 +19,11 @@ def make_root(tmp: Path) -> Path:
     (tmp / "exporter" / "rules").mkdir(parents=True)
     (tmp / "exporter" / "rules" / "a.yaml").write_text(RULES)
     (tmp / "exporter" / "rules" / "notes.md").write_text("not a rule file")
-    (tmp / "alerts" / "alertmanager").mkdir(parents=True)
-    (tmp / "alerts" / "alertmanager" / "alertmanager.yml").write_text("route:\n  receiver: x\nreceivers:\n- name: x\n")
-    (tmp / "dashboards" / "json").mkdir(parents=True)
-    (tmp / "dashboards" / "json" / "rl-x.json").write_text(json.dumps(DASH, indent=2))
-    (tmp / "dashboards" / "provisioning").mkdir()
+    (tmp / "helm" / "rl-exporter" / "files" / "alertmanager").mkdir(parents=True)
+    (tmp / "helm" / "rl-exporter" / "files" / "alertmanager" / "alertmanager.yml").write_text("route:\n  receiver: x\nreceivers:\n- name: x\n")
+    (tmp / "helm" / "rl-exporter" / "files" / "dashboards").mkdir(parents=True)
+    (tmp / "helm" / "rl-exporter" / "files" / "dashboards" / "rl-x.json").write_text(json.dumps(DASH, indent=2))
+    (tmp / "dashboards" / "provisioning").mkdir(parents=True)
     (tmp / "dashboards" / "provisioning" / "skip.json").write_text("{}")
     return tmp
 
@@ -33,8 +33,8 @@ def test_plan_discovers_by_glob_and_copies_verbatim(tmp_path):
     want = sync.plan(root)
     assert set(want) == {"files/rules/a.yaml", "files/dashboards/rl-x.json", "files/alertmanager/alertmanager.yml"}
     assert want["files/rules/a.yaml"] == RULES  # verbatim, {{ }} untouched
-    # dashboards/json is the one generated copy: the chart carries it byte for byte
-    assert want["files/dashboards/rl-x.json"] == (root / "dashboards" / "json" / "rl-x.json").read_text()
+    # the generator writes the chart's dashboards (the one copy): carried byte for byte
+    assert want["files/dashboards/rl-x.json"] == (root / "helm" / "rl-exporter" / "files" / "dashboards" / "rl-x.json").read_text()
 
 
 def test_only_generated_dashboards_are_carried(tmp_path):
@@ -52,7 +52,7 @@ def test_write_then_check_then_drift(tmp_path, capsys):
     assert not (chart / "files" / "dashboards" / "old.json").exists(), "stale copies are removed"
     assert sync.main(["--root", str(root), "--chart", str(chart), "--check"]) == 0
     (root / "exporter" / "rules" / "a.yaml").write_text(RULES.replace("up == 0", "up == 1"))
-    (root / "dashboards" / "json" / "rl-y.json").write_text(json.dumps({**DASH, "uid": "rl-y"}))
+    (root / "helm" / "rl-exporter" / "files" / "dashboards" / "rl-y.json").write_text(json.dumps({**DASH, "uid": "rl-y"}))
     capsys.readouterr()
     assert sync.main(["--root", str(root), "--chart", str(chart), "--check"]) == 1
     err = capsys.readouterr().err
@@ -68,10 +68,10 @@ def test_empty_sources_are_fine(tmp_path):
     (lambda r: (r / "exporter/rules/b.yaml").write_text(RULES), "group 'g1' also in"),
     (lambda r: (r / "exporter/rules/b.yaml").write_text("groups: nope\n"), "no 'groups' list"),
     (lambda r: (r / "exporter/rules/b.yaml").write_text("groups: [\n"), "not YAML"),
-    (lambda r: (r / "dashboards/json/rl-x.json").write_text("{not json"), "not JSON"),
-    (lambda r: (r / "dashboards/json/rl-x.json").write_text(json.dumps({**DASH, "big": "x" * (1024 * 1024)})),
+    (lambda r: (r / "helm/rl-exporter/files/dashboards/rl-x.json").write_text("{not json"), "not JSON"),
+    (lambda r: (r / "helm/rl-exporter/files/dashboards/rl-x.json").write_text(json.dumps({**DASH, "big": "x" * (1024 * 1024)})),
      "too large for one ConfigMap"),
-    (lambda r: (r / "alerts/alertmanager/alertmanager.yml").write_text("receivers: []\n"), "no 'route'"),
+    (lambda r: (r / "helm/rl-exporter/files/alertmanager/alertmanager.yml").write_text("receivers: []\n"), "no 'route'"),
 ])
 def test_bad_sources_are_refused(tmp_path, mutate, message, capsys):
     root = make_root(tmp_path / "r")
