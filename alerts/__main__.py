@@ -22,14 +22,9 @@ from pathlib import Path
 
 from . import check as _check
 from .rules import OverrideError, render, yaml_text
-from exporter import rules as shipped
 from exporter.postmortem.baseline import BaselineError
 
-HERE = Path(__file__).resolve().parent
-RULES_FILE = shipped.RULES_FILE
-TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
-# written where it is consumed: the chart carries it (and docs point operators there)
-AM_FILE = HERE.parent / "helm" / "rl-exporter" / "files" / "alertmanager" / "alertmanager.yml"
+from .paths import AM_FILE, HERE, RULES_FILE, TEST_FILE  # noqa: F401 (re-exported)
 
 
 def load_overrides(path: str | None) -> dict | None:

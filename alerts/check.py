@@ -4,14 +4,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from exporter import rules as shipped
 
 from .rules import ALERTS, RECORDINGS, metric_names, render, yaml_text
 
-HERE = Path(__file__).resolve().parent
-RULES_FILE = shipped.RULES_FILE
-TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"
-RUNBOOK = shipped.RUNBOOK
+from .paths import AM_FILE, HERE, RULES_FILE, RUNBOOK, TEST_FILE  # noqa: F401
 PROMETHEUS_NAMES = {"up", "ALERTS"}  # series Prometheus itself writes
 
 
@@ -91,7 +87,7 @@ def run_checks() -> list[str]:
     except ImportError as e:
         problems.append(f"alerts/testcases.py: {e}")
     from .alertmanager import config, yaml_text as am_yaml
-    from .__main__ import AM_FILE as am_file
+    am_file = AM_FILE
     if not am_file.exists() or am_file.read_text() != am_yaml(config()):
         problems.append("helm/rl-exporter/files/alertmanager/alertmanager.yml differs from alerts/alertmanager.py; "
                         "run `python -m alerts alertmanager`")

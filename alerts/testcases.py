@@ -393,7 +393,7 @@ def write_test_files() -> list:
     """Write the promtool unit tests (these cases and the cadence matrix) into alerts/tests/.
     They are generated, not committed: the tests write them before running promtool."""
     from . import cadence
-    from .check import TEST_FILE
+    from .paths import TEST_FILE
     TEST_FILE.write_text(render_tests())
     out = [TEST_FILE]
     for c in cadence.CADENCES:

@@ -1,0 +1,13 @@
+"""Where the alert rules' generated files go: each is written where it is consumed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from exporter import rules as shipped
+
+HERE = Path(__file__).resolve().parent
+RULES_FILE = shipped.RULES_FILE   # package data: doctor, backfill and helm/sync.py read it
+RUNBOOK = shipped.RUNBOOK
+TEST_FILE = HERE / "tests" / "rl-exporter.test.yaml"   # promtool unit tests (generated, not committed)
+# the Alertmanager example: the chart carries it (and docs point operators there)
+AM_FILE = HERE.parent / "helm" / "rl-exporter" / "files" / "alertmanager" / "alertmanager.yml"
