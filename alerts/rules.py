@@ -18,6 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from exporter.promql import format_duration, parse_duration  # noqa: F401 (overrides read them)
+from exporter.promql import metric_names as names
+
 RUNBOOK_BASE_URL = "https://github.com/rl-exporter/rl-exporter/blob/main/exporter/rules/runbook.md"
 SEVERITIES = ("critical", "warning", "info")
 
@@ -912,27 +915,7 @@ CAUSES += [
 
 
 # ------------------------------------------------------------------ rendering
-def duration(seconds: float) -> str:
-    """Prometheus duration string, largest exact units (e.g. 5400 -> 1h30m, 0.25 -> 250ms)."""
-    ms = int(round(seconds * 1000))
-    if ms <= 0:
-        return "0s"
-    out = ""
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
-        if ms >= size:
-            out += f"{ms // size}{unit}"
-            ms %= size
-    return out
-
-
-def parse_duration(text) -> float:
-    if isinstance(text, (int, float)):
-        return float(text)
-    m = re.fullmatch(r"((\d+)d)?((\d+)h)?((\d+)m(?!s))?((\d+)s)?((\d+)ms)?", str(text).strip())
-    if not m or not str(text).strip():
-        raise ValueError(f"bad duration {text!r} (use e.g. 90s, 15m, 1h30m)")
-    d, h, mi, s, ms = (int(m.group(i) or 0) for i in (2, 4, 6, 8, 10))
-    return d * 86400 + h * 3600 + mi * 60 + s + ms / 1000
+duration = format_duration  # the rule files' duration strings (exporter/promql.py)
 
 
 class OverrideError(ValueError):
@@ -1060,13 +1043,11 @@ def alert(name: str) -> Alert:
 def metric_names(expr: str) -> set[str]:
     """Metric names an expression selects, this file's recording-rule names excluded (the
     engines' own vllm:*/sglang:* names have colons too). The one PromQL name extractor
-    (dashboards/promql.py) serves alerts and dashboards alike."""
-    from dashboards.promql import metric_names as names
+    (exporter/promql.py) serves alerts, dashboards and doctor alike."""
     return set(names(expr)) - _RECORDED
 
 
 def recording_names(expr: str) -> set[str]:
-    from dashboards.promql import metric_names as names
     return set(names(expr)) & _RECORDED
 
 

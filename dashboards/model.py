@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .promql import metric_names
+from exporter.promql import metric_names
 
 # Modern panel types only (no `graph`, `singlestat`, `table-old`).
 TIMESERIES = "timeseries"

@@ -12,7 +12,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from .. import promql
 from .. import rules as shipped
+from ..promql import parse_duration
 
 # package data: present in a wheel and the image, not only in a checkout
 DEFAULT_RULES = str(shipped.DIR / "*.yaml")
@@ -62,24 +64,11 @@ class RuleSet:
     alerts: list = field(default_factory=list)
 
 
-_DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|y|w|d|h|m|s)")
-_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-
-
 def duration(text) -> float:
-    if text in (None, "", 0):
-        return 0.0
-    if isinstance(text, (int, float)):
-        return float(text)
-    total, pos = 0.0, 0
-    for m in _DUR.finditer(str(text)):
-        if m.start() != pos:
-            raise RulesError(f"bad duration {text!r}")
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    if pos != len(str(text)):
-        raise RulesError(f"bad duration {text!r}")
-    return total
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise RulesError(str(e)) from None
 
 
 def load(patterns: list[str] | None = None) -> RuleSet:
@@ -135,8 +124,13 @@ def _mentions(expr: str, name: str) -> bool:
 
 
 def metric_names(expr: str, known: set[str]) -> set[str]:
-    """Series names an expression reads that exist in `known` (an inventory, not a parser)."""
-    return {m for m in re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr) if m in known}
+    """Series names an expression reads that exist in `known`. A user's rule the small
+    PromQL reader cannot follow is read as every identifier in it (doctor only plots these)."""
+    try:
+        names = promql.metric_names(expr)
+    except promql.PromQLError:
+        names = re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr)
+    return {m for m in names if m in known}
 
 
 _TPL_LABEL = re.compile(r"{{\s*\$labels\.(\w+)\s*}}")

@@ -63,11 +63,11 @@ def test_engine_name_typos_fail_the_check():
 
 
 def test_hardware_name_typos_fail_the_check():
-    """One extractor (dashboards/promql.py) for alerts and dashboards: any name, not only rl_*."""
+    """One extractor (exporter/promql.py) for alerts, dashboards and doctor: any name, not only rl_*."""
     doc = {"groups": [{"name": "x", "rules": [
         {"alert": "RLBogus", "expr": "hw_gpu_memroy_usage_bytes / hw_gpu_memory_limit_bytes > 0.9"}]}]}
     assert check.unknown_metrics(doc) == ["RLBogus: metric hw_gpu_memroy_usage_bytes is not in the catalog"]
-    from dashboards import promql
+    from exporter import promql
     assert rules.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0") == \
         set(promql.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0"))
 
@@ -203,3 +203,19 @@ def test_inhibitions_name_real_alerts_and_route_by_severity():
     lb = loopback("http://127.0.0.1:1")
     assert "pagerduty_configs" not in str(lb) and "127.0.0.1:1/pagerduty" in str(lb)
     assert lb["inhibit_rules"] == c["inhibit_rules"] and lb["route"]["routes"][0]["receiver"] == "pagerduty"
+
+
+def test_one_duration_grammar_for_the_renderer_overrides_and_doctor():
+    """exporter/promql.py: what the renderer writes, overrides and doctor read back."""
+    from exporter import promql
+    from exporter.postmortem import rules as post
+    for s in (0.25, 59, 5400, 86400 * 3 + 7, 12.5):
+        assert promql.parse_duration(promql.format_duration(s)) == pytest.approx(s)
+    assert promql.parse_duration("2w") == 14 * 86400 and promql.parse_duration("1.5h") == 5400
+    assert rules.parse_duration is promql.parse_duration and post.duration("1y") == 31536000
+    assert post.duration(None) == 0.0 and promql.parse_duration(30) == 30.0
+    for bad in ("", "5x", "m5", "1h 30m"):
+        with pytest.raises(ValueError):
+            promql.parse_duration(bad or "  ")
+    with pytest.raises(post.RulesError):
+        post.duration("5x")

@@ -13,7 +13,7 @@ import pytest
 from dashboards import DASHBOARDS
 from dashboards.healthy import HEALTHY
 from dashboards.model import TEXT, TIMESERIES
-from dashboards.promql import metric_names
+from exporter.promql import metric_names
 
 WARNING = re.compile(r"yellow|orange|red")
 SELECTOR = re.compile(r"([a-zA-Z_:][\w:]*)\{([^}]*)\}")

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from dashboards import DASHBOARDS, FOLDER, overview
-from dashboards import generate, healthy, names, promql
+from dashboards import generate, healthy, names
+from exporter import promql
 from dashboards.model import HEATMAP, PANEL_TYPES, TEXT, Panel, Query
 from dashboards.render import build
 

@@ -1,4 +1,8 @@
-"""Metric names a PromQL expression reads, without a full parser.
+"""PromQL helpers for everything that reads or writes rules: the metric names an expression
+reads (alerts' and dashboards' name checks, doctor's report), and Prometheus durations both
+ways (the rule renderer writes them, overrides and doctor read them).
+
+Metric names are found without a full parser.
 
 Strings, label matchers `{...}`, range/subquery brackets `[...]`, label lists after
 `by/without/on/ignoring/group_left/group_right` and Grafana variables are removed first;
@@ -76,3 +80,39 @@ def metric_names(expr: str) -> list[str]:
         if name not in names:
             names.append(name)
     return names
+
+
+# ------------------------------------------------------------------ durations
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|y|w|d|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def parse_duration(text) -> float:
+    """Seconds in a Prometheus duration ("1h30m", "250ms", "2w"); a number is seconds already;
+    None, "" and 0 are 0. A ValueError names what cannot be read."""
+    if text in (None, "", 0):
+        return 0.0
+    if isinstance(text, (int, float)):
+        return float(text)
+    s, total, pos = str(text).strip(), 0.0, 0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT[m.group(2)]
+        pos = m.end()
+    if not s or pos != len(s):
+        raise ValueError(f"bad duration {text!r} (use e.g. 90s, 15m, 1h30m)")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """Prometheus duration string, largest exact units (e.g. 5400 -> 1h30m, 0.25 -> 250ms)."""
+    ms = int(round(seconds * 1000))
+    if ms <= 0:
+        return "0s"
+    out = ""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        if ms >= size:
+            out += f"{ms // size}{unit}"
+            ms %= size
+    return out
