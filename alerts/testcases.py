@@ -1,7 +1,7 @@
 """promtool unit tests as data: for every alert a series that fires it (full labels and
 annotations asserted) and a healthy series that must stay silent (seed 002's measured
 ranges, seed 004's healthy ranges, the demo's healthy run). Rendered to
-alerts/tests/rl-exporter.test.yaml by `python -m alerts test-file`."""
+alerts/tests/rl-exporter.test.yaml by `python -m alerts test-file` (generated, not committed)."""
 from __future__ import annotations
 
 from .rules import ALERTS, render, yaml_text
