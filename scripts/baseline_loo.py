@@ -2,7 +2,7 @@
 its other healthy runs, and each failed run against bands from all of them, side by side with
 the step the fixed-threshold doctor alert fired.
 
-    PYTHONPATH=. python3 scripts/baseline_loo.py [--corpus /work/corpus/verl] [--json]
+    PYTHONPATH=. python3 scripts/baseline_loo.py [--corpus tests/data/runs/verl] [--json]
 
 Prints a markdown table (docs/baselines.md holds its last output).
 """
@@ -84,7 +84,7 @@ def doctor_alerts(path: str, extra: list) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default="/work/corpus/verl")
+    ap.add_argument("--corpus", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "runs", "verl"))
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     rows = []

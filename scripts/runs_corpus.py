@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The corpus of whole public runs (tests/data/runs/) and doctor's verdict on each.
 
-    python3 scripts/runs_corpus.py sync /work/corpus   # copy the runs verbatim, merge MANIFESTs
+    python3 scripts/runs_corpus.py sync SRC            # copy the runs verbatim from SRC/<framework>/,
+                                                       # merge their MANIFESTs
     python3 scripts/runs_corpus.py table               # doctor every run, rewrite the table in
                                                        # docs/postmortem.md
     python3 scripts/runs_corpus.py check               # exit 1 unless docs/postmortem.md is current
@@ -200,7 +201,9 @@ if __name__ == "__main__":
     os.environ.setdefault("PYTHONPATH", str(REPO))
     verb = sys.argv[1] if len(sys.argv) > 1 else "table"
     if verb == "sync":
-        sys.exit(sync(sys.argv[2] if len(sys.argv) > 2 else "/work/corpus"))
+        if len(sys.argv) < 3:
+            sys.exit("usage: runs_corpus.py sync SRC (a folder of <framework>/ folders, each with a MANIFEST.json)")
+        sys.exit(sync(sys.argv[2]))
     if verb == "table":
         sys.exit(table(write=True))
     if verb == "check":
