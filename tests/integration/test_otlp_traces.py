@@ -1,48 +1,17 @@
 """Opt-in traces to a real OTLP/HTTP receiver: a span per step and per phase (phases are
 children of their step's span), and a hang capture as an event on the hung phase's span."""
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
-    ExportTraceServiceRequest)
 
 from exporter import Exporter  # noqa: E402
+from tests.helpers import OTLPReceiver as Receiver  # noqa: E402
 from exporter.stacks import HangWatch  # noqa: E402
 from exporter.core.thresholds import HangThresholds  # noqa: E402
 
 pytestmark = pytest.mark.integration
-
-
-class Receiver:
-    def __init__(self):
-        self.spans = []
-        self.paths = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                outer.paths.append(self.path)
-                req = ExportTraceServiceRequest()
-                if self.path == "/v1/traces":  # the metrics pushes go to /v1/metrics
-                    req.ParseFromString(body)
-                for rs in req.resource_spans:
-                    for ss in rs.scope_spans:
-                        outer.spans.extend(ss.spans)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.end_headers()
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
 def test_steps_and_phases_are_spans_and_a_hang_is_an_event(monkeypatch):
