@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 
 from .rules import ALERTS, RECORDINGS, metric_names, render, yaml_text

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import atexit
 import logging
-import math
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -28,7 +26,6 @@ import weakref
 
 from prometheus_client import CollectorRegistry
 
-from . import __version__
 from .catalog import CATALOG, FRAMEWORK_ALIASES, Catalog
 from .core.collector import StoreCollector
 from .core.endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint

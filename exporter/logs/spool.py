@@ -2,7 +2,6 @@
 spool:PATH`): the format and its writer are in exporter/spool.py; this is the parser."""
 from __future__ import annotations
 
-import json
 import re
 
 from ..spool import VERSION, decode_data, encode, encode_value  # noqa: F401 (re-exported)
