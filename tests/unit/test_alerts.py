@@ -208,6 +208,15 @@ def test_inhibitions_name_real_alerts_and_route_by_severity():
     assert lb["inhibit_rules"] == c["inhibit_rules"] and lb["route"]["routes"][0]["receiver"] == "pagerduty"
 
 
+def test_one_human_duration_for_status_and_doctor():
+    """exporter/promql.human_duration is what `status` and doctor's report print."""
+    from exporter import promql
+    from exporter.commands import status
+    from exporter.postmortem import report
+    assert status.human_duration is promql.human_duration is report.human_duration
+    assert [promql.human_duration(s) for s in (None, 40, 750, 11100)] == ["-", "40.0s", "12.5m", "3h05m"]
+
+
 def test_one_duration_grammar_for_the_renderer_overrides_and_doctor():
     """exporter/promql.py: what the renderer writes, overrides and doctor read back."""
     from exporter import promql
