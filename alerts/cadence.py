@@ -311,6 +311,10 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLRewardCollapse": Pathology(_set(rl_reward=lambda v, i, r: _u(r, 0.05, 0.15),
                                        rl_score=lambda v, i, r: _u(r, 0.05, 0.15)),
                                   {"30s": 10, "2m": 8, "10m": 7}),
+    # a slow slide, under 1 % of the level a step: the step-to-step baseline follows it down
+    "RLRewardDeclining": Pathology(_set(rl_reward=lambda v, i, r: v["rl_reward"] * max(0.3, 1 - 0.008 * i),
+                                        rl_score=lambda v, i, r: v["rl_score"] * max(0.3, 1 - 0.008 * i)),
+                                   {"30s": 66, "2m": 63, "10m": 62}),
     "RLEntropyCollapse": Pathology(_set(rl_entropy=lambda v, i, r: _u(r, 0.02, 0.08)),
                                    {"30s": 12, "2m": 12, "10m": 10}),
     "RLPolicyKLSpike": Pathology(_set(rl_policy_kl=lambda v, i, r: _u(r, 0.08, 0.12)),
@@ -346,6 +350,13 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLResponseTruncationHigh": Pathology(_set(rl_response_truncated_ratio=lambda v, i, r: _u(r, 0.7, 0.9),
                                                rl_response_length_tokens=lambda v, i, r: _u(r, 950, 1010)),
                                           {"30s": 10, "2m": 10, "10m": 8}),
+    # answers grow 4 % a step into a 4,096-token limit, a third of them cut, the reward flat
+    "RLResponseLengthRunaway": Pathology(
+        _set(rl_response_length_tokens=lambda v, i, r: v["rl_response_length_tokens"] * (1 + 0.04 * i),
+             rl_response_truncated_ratio=lambda v, i, r: _u(r, 0.25, 0.45),
+             rl_reward=lambda v, i, r: _u(r, 0.55, 0.65), rl_score=lambda v, i, r: _u(r, 0.55, 0.65),
+             **{'rl_config_value{parameter="max_response_length"}': 4096}),
+        {"30s": 36, "2m": 40, "10m": 37}),
     "RLLengthFallingRewardRising": Pathology(
         _set(rl_response_length_tokens=lambda v, i, r: _u(r, 150, 250),
              rl_reward=lambda v, i, r: min(0.99, v["rl_reward"] + 0.2),
@@ -712,10 +723,11 @@ def measure(promtool: str = "promtool") -> dict:
     out: dict = {}
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp) / "tests"
-            d.mkdir()
-            (Path(tmp) / "rules").mkdir()
-            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
+            # the layout the files' rule_files path expects: alerts/tests/ -> exporter/rules/
+            d = Path(tmp) / "alerts" / "tests"
+            d.mkdir(parents=True)
+            (Path(tmp) / "exporter" / "rules").mkdir(parents=True)
+            (Path(tmp) / "exporter" / "rules" / "rl-exporter.rules.yaml").write_text(
                 shipped.RULES_FILE.read_text())
             f = d / f"cadence-{cadence}.test.yaml"
             f.write_text(render_cadence(cadence, {cadence: {n: -1 for n in alert_names()}}))

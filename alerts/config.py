@@ -59,6 +59,11 @@ CONFIG: dict[str, object] = {
     # puts a 6-step mean within about +-0.05 of the level, far inside 0.3 x 0.6.
     "reward_drop_ratio": 0.3,
     "reward_drop_min": 0.05,
+    # ---- trends: a slow drift moves the baseline along with it, so recent-vs-baseline rules
+    # never see it; the best baseline level of the trend window (TREND_FACTOR recent windows,
+    # 50-200 steps) does. Reward declining: the recent mean this fraction of |best| below the
+    # best (and by reward_drop_min): RLRewardCollapse's ratio, against the level held earlier.
+    "reward_decline_ratio": 0.3,
     # Entropy collapse: recent mean entropy below this fraction of its baseline (seed 004
     # "entropy quickly falls to ~0" = premature convergence, seed 001: check entropy first).
     "entropy_collapse_ratio": 0.4,
@@ -125,6 +130,11 @@ CONFIG: dict[str, object] = {
     "length_limit_mean_ratio": 0.9,
     # Reward hacking hint (seed 001: "eval flat but reward up -> is response_length moving?").
     "length_drop_ratio": 0.25,
+    # Length runaway: mean length grown this factor over the trend while at least this share
+    # is truncated (the veRL metrics guide: 0.1-0.3 acceptable, over 0.5 raise the limit) and
+    # the reward did not improve: the cap binds and the extra tokens buy nothing.
+    "length_runaway_factor": 2,
+    "length_runaway_truncation": 0.2,
     "reward_rise_ratio": 0.05,
     # Validation regression: best validation score of the validation_window minus this much,
     # with at least validation_min_changes new validation results in that window. Validation
@@ -186,6 +196,9 @@ CONFIG: dict[str, object] = {
 # Window tiers and the baseline length in recent windows.
 TIERS = (1, 2, 3, 4)
 BASELINE_FACTOR = 4
+# The trend window, in recent windows (a structural constant like the two above: the windows
+# are computed at render time, so it is not a tunable threshold).
+TREND_FACTOR = 10
 
 
 # ================================================================== phases in progress, GPU time by

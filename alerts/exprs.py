@@ -18,11 +18,11 @@ def step_changes(i: int) -> str:
 
 
 def ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -> str:
-    """`value` (with {W}, {BW}: the window and its baseline window) over the shortest window
-    tier holding at least `min_steps` step changes, per run."""
+    """`value` (with {W}, {BW}, {TW}: the window, its baseline window and the trend window)
+    over the shortest window tier holding at least `min_steps` step changes, per run."""
     parts = []
     for i in TIERS:
-        v = value.replace("{W}", f"{{w{i}}}").replace("{BW}", f"{{bw{i}}}")
+        v = value.replace("{W}", f"{{w{i}}}").replace("{BW}", f"{{bw{i}}}").replace("{TW}", f"{{tw{i}}}")
         parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})")
     return "(\n" + "\nor\n".join(parts) + "\n)"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from .rules import ALERTS
-from .config import BASELINE_FACTOR, CONFIG, TIERS, Dur
+from .config import BASELINE_FACTOR, CONFIG, TIERS, TREND_FACTOR, Dur
 from .rules import alert
 
 MEANING: dict[str, str] = {
@@ -36,6 +36,9 @@ MEANING: dict[str, str] = {
                         "|baseline| and more than [[reward_drop_min]] below {baseline}. The task reward "
                         "is the raw score (`rl_score`: veRL `critic/score`, slime/Miles "
                         "`rollout/raw_reward`) where logged, else `rl_reward`.",
+    "RLRewardDeclining": "the mean task reward of {recent} is more than [[reward_decline_ratio]] x "
+                         "|best| and more than [[reward_drop_min]] below {best}: a decline too slow "
+                         "for RLRewardCollapse, whose baseline drifts down with it.",
     "RLEntropyCollapse": "mean token entropy (`rl_entropy`; veRL up to v0.3.0.post1 logs it as "
                          "`actor/entropy_loss`) over {recent} is below [[entropy_collapse_ratio]] x "
                          "{baseline}.",
@@ -93,6 +96,11 @@ MEANING: dict[str, str] = {
                                 "on average over {recent}; where no truncation share is logged, the "
                                 "mean response length is above [[length_limit_mean_ratio]] x the "
                                 "configured limit (`rl_config_value{parameter=\"max_response_length\"}`).",
+    "RLResponseLengthRunaway": "mean response length over {recent} is more than "
+                               "[[length_runaway_factor]] x {lowest}, more than "
+                               "[[length_runaway_truncation]] of responses hit the length limit on "
+                               "average over the same window, and the task reward is not "
+                               "[[reward_drop_min]] above its best baseline level of the trend window.",
     "RLLengthFallingRewardRising": "mean response length over {recent} fell more than "
                                    "[[length_drop_ratio]] below {baseline} while the task reward rose "
                                    "more than [[reward_rise_ratio]] above its baseline.",
@@ -196,6 +204,11 @@ def recent_phrase() -> str:
             f"{CONFIG['recent_min_steps']} steps)")
 
 
+def trend_phrase(which: str) -> str:
+    return (f"its {which} baseline level over the trend window ({TREND_FACTOR} recent windows, "
+            f"{TREND_FACTOR * CONFIG['recent_min_steps']}-{TREND_FACTOR * 4 * CONFIG['recent_min_steps']} steps)")
+
+
 def baseline_phrase() -> str:
     return (f"its baseline (the {BASELINE_FACTOR}x longer window just before, holding at least "
             f"{CONFIG['baseline_min_steps']} steps, once the run is past step {CONFIG['warmup_steps']})")
@@ -212,6 +225,7 @@ def fill(text: str) -> str:
 def meaning(name: str) -> str:
     a = alert(name)
     text = MEANING[name].replace("{recent}", recent_phrase()).replace("{baseline}", baseline_phrase())
+    text = text.replace("{best}", trend_phrase("best")).replace("{lowest}", trend_phrase("lowest"))
     return fill(text.replace("{for}", f"for {words(a.for_.seconds)}"))
 
 

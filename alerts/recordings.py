@@ -37,6 +37,10 @@ def _recordings() -> list[Recording]:
         # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
         # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
         *_pair("rl_task_reward", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]),
+        # the best (lowest) baseline level over the trend window: a slow drift moves the
+        # baseline along with it, so only the level it held earlier shows the drift
+        Recording("run:rl_task_reward:max_baseline",
+                  ladder("max by (run) (max_over_time(run:rl_task_reward:avg_baseline[{TW}]))")),
         *_pair("rl_entropy", [("rl_entropy", PRIMARY)]),
         # medians: one skipped step's Inf must not move the level
         *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),
@@ -52,6 +56,8 @@ def _recordings() -> list[Recording]:
                   ladder(over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
                   + f"\nand on (run) {READY}"),
         *_pair("rl_response_length_tokens", [("rl_response_length_tokens", PRIMARY)]),
+        Recording("run:rl_response_length_tokens:min_baseline",
+                  ladder("min by (run) (min_over_time(run:rl_response_length_tokens:avg_baseline[{TW}]))")),
         # every phase a framework reports: veRL phase="", slime phase="rollout", AReaL's run-wide
         # train_perf/tokens_per_second (rl_throughput_tokens_per_second{phase="train"})
         *_pair("rl_throughput", [("rl_gpu_throughput_tokens_per_second", PRIMARY),

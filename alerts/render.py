@@ -14,7 +14,7 @@ import re
 
 from exporter.promql import format_duration, parse_duration
 
-from .config import BASELINE_FACTOR, CONFIG, RUNBOOK_BASE_URL, SEVERITIES, TIERS, Dur
+from .config import BASELINE_FACTOR, CONFIG, RUNBOOK_BASE_URL, SEVERITIES, TIERS, TREND_FACTOR, Dur
 from .recordings import RECORDINGS
 from .rules import ALERTS
 
@@ -76,6 +76,7 @@ def placeholder_values(cfg: dict, time_scale: float) -> dict:
         w = cfg[f"step_window_{i}"].seconds * time_scale
         out[f"w{i}"] = duration(w)
         out[f"bw{i}"] = duration(w * BASELINE_FACTOR)
+        out[f"tw{i}"] = duration(w * TREND_FACTOR)
     return out
 
 

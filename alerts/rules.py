@@ -14,7 +14,8 @@ ALERTS: list[Alert] = [a for area in AREAS for a in area.ALERTS]
 
 # Alertmanager inhibitions where one alert explains another (source explains target, same run).
 CAUSES: list[tuple[str, str]] = [
-    ("RLEntropyCollapse", "RLClipFractionHigh"),      # seed 001: reward drop -> entropy, then clipfrac
+    ("RLEntropyCollapse", "RLClipFractionHigh"),
+    ("RLRewardCollapse", "RLRewardDeclining"),        # the sharp drop already says it      # seed 001: reward drop -> entropy, then clipfrac
     ("RLPolicyKLSpike", "RLClipFractionHigh"),        # seed 004: large KL comes with heavy clipping
     ("RLNoInformativeGroups", "RLGradNormZero"),      # seed 000: tied groups give a zero gradient
     ("RLNoInformativeGroups", "RLGradNormVanishing"),

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "healthy": {},
-    "entropy-collapse": {"RLEntropyCollapse": (), "RLClipFractionHigh": (), "RLRewardCollapse": ()},
+    # the reward falls by 85 %: the best level held earlier shows it too
+    "entropy-collapse": {"RLEntropyCollapse": (), "RLClipFractionHigh": (), "RLRewardCollapse": (),
+                         "RLRewardDeclining": ()},
     # one bad update moves the policy (ppo_kl), not its distance to the reference (kl_loss x1.5)
     "kl-spike": {"RLPolicyKLSpike": (), "RLClipFractionHigh": ()},
     "nan-loss": {"RLNonFiniteLoss": (),
                  "RLOptimizerNonFiniteSkips": ("rl_optimizer_consecutive_nonfinite_skips",),
                  "RLNonFiniteGradSkipped": ()},
     "grad-explosion": {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": ()},
-    "length-truncation": {"RLResponseTruncationHigh": ()},
-    "no-signal": {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": ()},
+    # once the reward plateaus, answers at the cap with 90 % cut are a runaway too
+    "length-truncation": {"RLResponseTruncationHigh": (), "RLResponseLengthRunaway": ()},
+    "no-signal": {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": (),
+                  "RLRewardDeclining": ()},
     "stall": {"RLRunStalled": ()},
     "kl-token-spike": {"RLKLSingleTokenDominates": ("rl_reference_kl",)},
     "reference-kl-runaway": {"RLReferenceKLRunaway": ("rl_reference_kl",)},
@@ -35,6 +39,8 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "gpu-throttle": {"RLGPUThrottling": ()},
     "multi-turn-runaway": {"RLMultiTurnRunaway": ()},
     "reward-hacking": {"RLLengthFallingRewardRising": ()},
+    "reward-decline": {"RLRewardDeclining": ()},
+    "length-runaway": {"RLResponseLengthRunaway": ()},
     "validation-regression": {"RLValidationRegressing": ()},
     "lr-zero": {"RLLearningRateZero": ()},
     "grad-vanishing": {"RLGradNormVanishing": ()},

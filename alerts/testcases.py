@@ -51,6 +51,14 @@ CASES: dict[str, dict] = {
         desc='Run r: mean task reward fell by 0.210 below its baseline over the preceding steps.',
         silent=[s("rl_reward", " ".join(str(round(0.53 + 0.0035 * i + (0.03 if i % 2 else -0.03), 4))
                                         for i in range(100)))], silent_at="95m"),
+    # 10 steps of warm-up, then a slow slide 0.6 -> 0.3 over 120 steps: each step-to-step
+    # comparison stays under RLRewardCollapse's bar, the best level held earlier does not
+    "RLRewardDeclining": dict(
+        fire=[s("rl_reward", "0.6x30 0.6-0.0025x119")], at="150m",
+        desc='Run r: mean task reward is 0.156 below the best level it held over the last tens of '
+             'steps: a slow decline the step-to-step baseline follows.',
+        silent=[s("rl_reward", " ".join(str(round(0.53 + 0.0015 * i + (0.03 if i % 2 else -0.03), 4))
+                                        for i in range(150)))], silent_at="150m"),
     "RLEntropyCollapse": dict(
         fire=[s("rl_entropy", "1x80 0.2x20")], at="95m",
         desc='Run r: mean entropy is 0.200, under 0.4x its baseline over the preceding steps.',
@@ -90,6 +98,17 @@ CASES: dict[str, dict] = {
         desc='Run r: 80% of responses hit the length limit (or the mean length is that share of the limit).',
         silent=[s("rl_response_truncated_ratio", "0.02+0.01x40"),
                 s("rl_response_truncated_ratio", "0.9x40", subset="non_aborted")], silent_at="40m"),
+    # length triples from 1,000 tokens in 60 steps while truncation climbs past 0.2 and the
+    # reward stays flat; silent: the same growth with the reward rising (a run learning to reason)
+    "RLResponseLengthRunaway": dict(
+        fire=[s("rl_response_length_tokens", "1000x30 1000+40x60"),
+              s("rl_response_truncated_ratio", "0.02x30 0.02+0.005x60"), s("rl_reward", "0.5x90")],
+        at="90m",
+        desc='Run r: mean response length is 3320 tokens, over 2x its lowest level of the last tens of '
+             'steps, with more than 0.2 of responses truncated and no reward gain.',
+        silent=[s("rl_response_length_tokens", "1000x30 1000+40x60"),
+                s("rl_response_truncated_ratio", "0.02x30 0.02+0.005x60"),
+                s("rl_reward", "0.3x30 0.3+0.008x60")], silent_at="90m"),
     "RLValidationRegressing": dict(
         fire=[s("rl_validation_score", "0.5+0.005x60 0.8-0.01x40", data_source="gsm8k", var="acc",
                 estimator="mean", n="1", tier="core"),

@@ -31,12 +31,13 @@ END = "<!-- runs-table:end -->"
 
 # label kind -> the findings that say it (confirmed alerts or point findings). Declared once.
 KINDS = {
-    "reward_collapse": {"RLRewardCollapse", "RLNoInformativeGroups", "RLPointNoRewardVariance"},
+    "reward_collapse": {"RLRewardCollapse", "RLRewardDeclining", "RLNoInformativeGroups",
+                        "RLPointNoRewardVariance"},
     "entropy_collapse": {"RLEntropyCollapse", "RLPointEntropyZero"},
     "grad_explosion": {"RLGradNormExplosion", "RLKLSingleTokenDominates",
                        "RLPointNonFiniteGradNorm", "RLNonFiniteGradSkipped"},
-    "length_explosion": {"RLResponseTruncationHigh", "RLPointTruncationHigh"},
-    "truncation": {"RLResponseTruncationHigh", "RLPointTruncationHigh"},
+    "length_explosion": {"RLResponseTruncationHigh", "RLResponseLengthRunaway", "RLPointTruncationHigh"},
+    "truncation": {"RLResponseTruncationHigh", "RLResponseLengthRunaway", "RLPointTruncationHigh"},
     "no_signal": {"RLNoInformativeGroups", "RLGradNormZero", "RLPointNoRewardVariance",
                   "RLPointGradNormZero"},
     "reward_stuck": {"RLNoInformativeGroups", "RLGradNormZero", "RLPointNoRewardVariance",
@@ -50,17 +51,7 @@ KINDS = {
 }
 # labelled failures doctor does not find today, each with the reason (the test expects them to
 # fail: it says so the day they are found)
-MISSES = {
-    "verl/jianghoucheng_agent_on_policy_distillation_do7bl4gg.log":
-        "length grows 1033 -> 5007 tokens with a truncation share rising to 0.36: inside the Miles "
-        "manual's healthy truncation range (0.02-0.43) and under RLResponseTruncationHigh's 0.5; "
-        "no shipped rule reads a length trend",
-    "verl/jianghoucheng_agent_on_policy_distillation_yeu8r64c.log":
-        "the score declines gradually (-0.51 -> -0.87 over 45 steps): at ~220 s a step the recent "
-        "window is 1h20m (~21 steps, mean about -0.87) against a baseline mean of about -0.70, a "
-        "drop of ~0.17, under RLRewardCollapse's 0.3 x |baseline| (~0.21); length grows 1025 -> "
-        "3900 tokens with truncation 0.29 (the Miles manual's healthy range, see above)",
-}
+MISSES: dict[str, str] = {}
 ONSET_TOLERANCE = 20  # steps after the labelled onset within which its alert must fire
 SERIOUS = ("warning", "critical")
 

@@ -15,6 +15,17 @@ ALERTS: list[Alert] = [
           Dur(60), "A large share of responses is cut at the length limit.",
           f"Run {R}: {{{{ $value | humanizePercentage }}}} of responses hit the length limit (or the "
           "mean length is that share of the limit)."),
+    Alert("RLResponseLengthRunaway", "warning",
+          "run:rl_response_length_tokens:avg_recent\n"
+          "> {length_runaway_factor} * run:rl_response_length_tokens:min_baseline\n"
+          "and on (run)\n" + recent("avg_over_time", "rl_response_truncated_ratio", TRUNC_SEL)
+          + " > {length_runaway_truncation}\n"
+          "and on (run)\nrun:rl_task_reward:avg_recent\n"
+          "< run:rl_task_reward:max_baseline + {reward_drop_min}",
+          Dur(60), "Responses keep growing into the length limit while the reward does not improve.",
+          f"Run {R}: mean response length is {{{{ printf \"%.0f\" $value }}}} tokens, over "
+          "[[length_runaway_factor]]x its lowest level of the last tens of steps, with more than "
+          "[[length_runaway_truncation]] of responses truncated and no reward gain."),
     Alert("RLLengthFallingRewardRising", "warning",
           "run:rl_response_length_tokens:avg_recent\n"
           "< (1 - {length_drop_ratio}) * run:rl_response_length_tokens:avg_baseline\n"

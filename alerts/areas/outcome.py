@@ -14,4 +14,14 @@ ALERTS: list[Alert] = [
           Dur(60), "The task reward dropped sharply below the run's own recent level.",
           f"Run {R}: mean task reward fell by {{{{ printf \"%.3f\" $value }}}} below its baseline "
           "over the preceding steps."),
+    # The same drop, against the best baseline level of the trend window: a decline too slow
+    # for the baseline, which drifts down with it.
+    Alert("RLRewardDeclining", "warning",
+          "(\n  run:rl_task_reward:max_baseline - run:rl_task_reward:avg_recent\n)\n"
+          "> {reward_decline_ratio} * abs(run:rl_task_reward:max_baseline)\n"
+          "and\n(\n  run:rl_task_reward:max_baseline - run:rl_task_reward:avg_recent\n)\n"
+          "> {reward_drop_min}",
+          Dur(60), "The task reward has declined steadily, well below the level it held earlier.",
+          f"Run {R}: mean task reward is {{{{ printf \"%.3f\" $value }}}} below the best level it "
+          "held over the last tens of steps: a slow decline the step-to-step baseline follows."),
 ]

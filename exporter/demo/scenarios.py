@@ -292,6 +292,26 @@ SCENARIOS.update({
     "validation-regression": validation_regression,
 })
 
+def reward_decline(frame, t, rng):
+    # A slow slide (under 1 % a step): each step is close to the one before, so the
+    # step-to-step baseline follows it down; only the level held earlier shows the decline.
+    level = max(0.1, 0.4 * math.exp(-0.008 * t)) + rng.uniform(-0.01, 0.01)
+    frame["critic/score/mean"], frame["critic/rewards/mean"] = level, level - 0.01
+    return frame
+
+
+def length_runaway(frame, t, rng):
+    # Answers grow 5 % a step into the limit, a growing share is cut, and the reward stays
+    # flat: the cap binds and the extra tokens buy nothing.
+    limit = frame["_max_response_length"]
+    frame["response_length/mean"] = min(limit * 0.97, frame["response_length/mean"] * (1 + 0.05 * t))
+    frame["response_length/max"] = limit
+    frame["response_length/clip_ratio"] = min(0.45, 0.02 + 0.01 * t)
+    level = 0.4 + rng.uniform(-0.01, 0.01)
+    frame["critic/score/mean"], frame["critic/rewards/mean"] = level, level - 0.01
+    return frame
+
+
 def grad_vanishing(frame, t, rng):
     # the veRL metrics guide, section 1.7: below 0.01 the gradient vanishes and learning stalls
     frame["actor/grad_norm"] = 0.002 + abs(rng.gauss(0, 0.001))
@@ -343,6 +363,8 @@ def lr_zero(frame, t, rng):
 
 
 SCENARIOS.update({
+    "reward-decline": reward_decline,
+    "length-runaway": length_runaway,
     "lr-zero": lr_zero,
     "grad-vanishing": grad_vanishing,
     "dual-clip": dual_clip,

@@ -95,10 +95,16 @@ def test_step_window_ladder_scales_and_gates():
     assert "changes(rl_training_step[2m30s])" in rec["run:rl_training_step:changes_w1"]
     ready = rec["run:rl_step_window:baseline_steps"]
     assert ">= 20" in ready and "max by (run) (rl_training_step) >= 20" in ready
-    # every relative baseline exists only with enough baseline steps and past warm-up
+    # every relative baseline exists only with enough baseline steps and past warm-up: gated
+    # itself, or read only from baselines that are (the trend window's best and lowest levels)
+    gated = {n for n, e in rec.items()
+             if n.endswith("_baseline") and e.rstrip().endswith("and on (run) run:rl_step_window:baseline_steps")}
     for name, expr in rec.items():
-        if name.endswith("_baseline"):
-            assert expr.rstrip().endswith("and on (run) run:rl_step_window:baseline_steps"), name
+        if name.endswith("_baseline") and name not in gated:
+            read = {r for r in recordings.recording_names(expr) if ":changes_w" not in r}
+            assert read and read <= gated, name
+    # the trend window is TREND_FACTOR recent windows, scaled like them
+    assert "run:rl_task_reward:avg_baseline[25m]" in rec["run:rl_task_reward:max_baseline"]
 
 
 def test_cadence_matrix_covers_every_paging_and_ticket_alert():
