@@ -137,8 +137,14 @@ class HFStateParser(Parser):
     def detect_document(head: str) -> bool:
         """A JSON document with a `log_history` list, whatever the file is called: the head
         of a trainer_state.json is `{`, then the TrainerState fields, log_history among the
-        first dozen."""
-        return head.lstrip()[:1] == "{" and '"log_history":' in head
+        first dozen. Not JSON lines whose later record holds one (ms-swift's logging.jsonl
+        ends in a summary record with the whole log_history): there the first line closes
+        a record of its own."""
+        head = head.lstrip()
+        if head[:1] != "{" or '"log_history":' not in head:
+            return False
+        first = head.split("\n", 1)[0].rstrip()
+        return not first.endswith("}") or '"log_history":' in first
 
     def __init__(self):
         super().__init__()
