@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import Frame, Parser, numeric, parse_pydict, step_of
+from .base import Frame, Parser, dict_end, numeric, parse_pydict, step_of
 
 FORMAT = "hf"
 STATE_FORMAT = "hf_state"
@@ -56,7 +56,9 @@ class HFConsoleParser(Parser):
         i = line.find("{'")
         if i < 0:
             i = line.find('{"')
-        j = line.rfind("}")
+        j = dict_end(line, i) if i >= 0 else -1
+        if j < 0:
+            j = line.rfind("}")
         if i < 0 or j < i:
             self._bar(line)
             self.skipped += 1

@@ -162,3 +162,16 @@ def test_ms_swift_logging_jsonl_ending_in_its_summary_is_not_a_trainer_state():
     assert steps[:3] == [1, 10, 20] and steps[-1] == 438
     # a trainer_state.json written on one line is still a document
     assert detect([json.dumps(STATE)], path="/x/state.json") == "hf_state"
+
+
+def test_kaggle_notebook_log_record_keeps_the_whole_dict():
+    # a Kaggle notebook's output log is a JSON array of stream records; TRL's dict sits inside
+    # the JSON-escaped "data" string, followed by the record's own closing characters
+    path = RUNS / "trl" / "Rusheel86_Chaos-Economy_vsr_new_kaggle_grpo.log"
+    line = next(l for l in path.read_text(encoding="utf-8").splitlines() if "{'loss'" in l)
+    assert line.endswith('\\r\\n"}')
+    reader, reads = read_text(line + "\n")
+    assert [(r.format, r.frame.step) for r in reads] == [("hf", 5)]
+    data = reads[0].frame.data
+    assert data["epoch"] == 0.01 and data["reward_std"] == 2.751
+    assert not reader.rejected
