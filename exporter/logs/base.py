@@ -155,6 +155,30 @@ _PAIR = re.compile(
     r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[\w.]+\([^()]*\)|[^,{}\[\]()]+?)\s*(?:,|$)""")
 
 
+def dict_end(text: str, start: int) -> int:
+    """Index of the brace that closes the dict opening at `start` (quotes and nesting kept
+    apart), or -1 when it does not close on this line. A dict printed inside another record
+    (a Kaggle notebook log's JSON "data" string) is followed by that record's own braces."""
+    depth, quote, i, n = 0, "", start, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+            if depth == 0:
+                return i if c == "}" else -1
+        i += 1
+    return -1
+
+
 def parse_pydict(text: str) -> tuple[dict | None, int]:
     """Parse a flat Python dict repr ("{'loss': 0.1, 'eval_x': nan, 'name': 'a'}").
 

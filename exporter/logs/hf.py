@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import Frame, Parser, numeric, parse_pydict, step_of
+from .base import Frame, Parser, dict_end, numeric, parse_pydict, step_of
 
 FORMAT = "hf"
 STATE_FORMAT = "hf_state"
@@ -56,7 +56,9 @@ class HFConsoleParser(Parser):
         i = line.find("{'")
         if i < 0:
             i = line.find('{"')
-        j = line.rfind("}")
+        j = dict_end(line, i) if i >= 0 else -1
+        if j < 0:
+            j = line.rfind("}")
         if i < 0 or j < i:
             self._bar(line)
             self.skipped += 1
@@ -137,8 +139,14 @@ class HFStateParser(Parser):
     def detect_document(head: str) -> bool:
         """A JSON document with a `log_history` list, whatever the file is called: the head
         of a trainer_state.json is `{`, then the TrainerState fields, log_history among the
-        first dozen."""
-        return head.lstrip()[:1] == "{" and '"log_history":' in head
+        first dozen. Not JSON lines whose later record holds one (ms-swift's logging.jsonl
+        ends in a summary record with the whole log_history): there the first line closes
+        a record of its own."""
+        head = head.lstrip()
+        if head[:1] != "{" or '"log_history":' not in head:
+            return False
+        first = head.split("\n", 1)[0].rstrip()
+        return not first.endswith("}") or '"log_history":' in first
 
     def __init__(self):
         super().__init__()

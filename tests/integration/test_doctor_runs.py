@@ -55,7 +55,7 @@ def test_doctor_agrees_with_the_label(rel, verdicts):
     if rel in corpus.MISSES:
         if v["problems"]:
             pytest.xfail(corpus.MISSES[rel])
-        pytest.fail(f"{rel} is found now: remove it from MISSES in scripts/runs_corpus.py")
+        pytest.fail(f"{rel} is judged right now: remove it from MISSES in scripts/runs_corpus.py")
     assert not v["problems"], (rel, MANIFEST[rel]["label"], v["first"])
 
 

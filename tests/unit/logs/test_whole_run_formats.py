@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 from exporter.catalog import CATALOG
 from exporter.logs import detect, parse_lines, read_text
 from exporter.logs.base import numeric, parse_pydict
+
+RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
 
 
 def frames(text: str, fmt: str = "auto"):
@@ -143,3 +146,32 @@ def test_reader_counts_start_up_banners():
         for got in r.feed(line):
             seen.append((got.line, r.starts))
     assert seen == [(2, 1), (4, 2)]
+
+
+def test_ms_swift_logging_jsonl_ending_in_its_summary_is_not_a_trainer_state():
+    # ms-swift 4.0 (a 438-step LoRA SFT, logged every 10, 51 lines): its last line is a summary
+    # record that carries the whole `log_history`; in a short file that line is in the sniffed
+    # head, which read as a trainer_state.json document (no frames at all)
+    path = RUNS / "ms_swift" / "lgc-FINANCE_DeepClima-R1_qwen3_8b_lora_sft_logging.jsonl"
+    text = path.read_text(encoding="utf-8")
+    assert '"log_history":' in text.splitlines()[-1]
+    assert detect(text.splitlines(keepends=True), path=str(path)) == "ms_swift"
+    reader, reads = read_text(text, "auto", path=str(path))
+    assert reader.format != "hf_state"
+    steps = [r.frame.step for r in reads if r.format == "ms_swift"]
+    assert steps[:3] == [1, 10, 20] and steps[-1] == 438
+    # a trainer_state.json written on one line is still a document
+    assert detect([json.dumps(STATE)], path="/x/state.json") == "hf_state"
+
+
+def test_kaggle_notebook_log_record_keeps_the_whole_dict():
+    # a Kaggle notebook's output log is a JSON array of stream records; TRL's dict sits inside
+    # the JSON-escaped "data" string, followed by the record's own closing characters
+    path = RUNS / "trl" / "Rusheel86_Chaos-Economy_vsr_new_kaggle_grpo.log"
+    line = next(l for l in path.read_text(encoding="utf-8").splitlines() if "{'loss'" in l)
+    assert line.endswith('\\r\\n"}')
+    reader, reads = read_text(line + "\n")
+    assert [(r.format, r.frame.step) for r in reads] == [("hf", 5)]
+    data = reads[0].frame.data
+    assert data["epoch"] == 0.01 and data["reward_std"] == 2.751
+    assert not reader.rejected
