@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 from exporter.catalog import CATALOG
 from exporter.logs import detect, parse_lines, read_text
@@ -143,3 +144,30 @@ def test_reader_counts_start_up_banners():
         for got in r.feed(line):
             seen.append((got.line, r.starts))
     assert seen == [(2, 1), (4, 2)]
+
+
+def test_long_startup_before_the_first_record_is_read_per_line():
+    # a real Miles run log (tests/data/runs/slime): its first 2,000 lines are the Megatron
+    # argument table and SGLang's start-up, the first step record is at line 2,779; the sniff
+    # of the head alone read the whole file as the argument table (1 frame, steps 0..0)
+    from exporter.postmortem import logs as pm_logs
+    path = str(Path(__file__).resolve().parents[2] / "data" / "runs" / "slime"
+               / "radixark_miles_cp2_ep8_qwen35_gdn.log")
+    fmt = pm_logs.sniff(path)
+    assert fmt == "auto"
+    stats = pm_logs.LogStats(path)
+    got = [(fr, fw) for fr, _, fw in pm_logs.frames(path, fmt, stats)]
+    steps = {fr.step for fr, _ in got if "train/loss" in fr.data}
+    assert steps == set(range(20))
+    assert any("perf/step_time" in fr.data for fr, _ in got)
+    assert {fw for _, fw in got} == {"slime"}
+
+
+def test_startup_print_alone_stays_its_own_format(tmp_path):
+    # a head that is only an argument table and nothing after it: still that format
+    table = (Path(__file__).resolve().parents[2] / "data" / "real" / "miles"
+             / "cp2_ep4_startup_arguments_table.log").read_text(encoding="utf-8")
+    p = tmp_path / "args.log"
+    p.write_text(table + "noise line\n" * 2000, encoding="utf-8")
+    from exporter.postmortem import logs as pm_logs
+    assert pm_logs.sniff(str(p)) == "megatron_args"
