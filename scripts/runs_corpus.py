@@ -60,6 +60,10 @@ MISSES = {
         "window is 1h20m (~21 steps, mean about -0.87) against a baseline mean of about -0.70, a "
         "drop of ~0.17, under RLRewardCollapse's 0.3 x |baseline| (~0.21); length grows 1025 -> "
         "3900 tokens with truncation 0.29 (the Miles manual's healthy range, see above)",
+    "slime/radixark_miles_cp2_ep4_qwen35_gdn.log":
+        "crash: the log ends in a CUDA OutOfMemoryError traceback; RLRunStalled needs the scrape "
+        "to go on while the steps stop, and a finished log has no time after its last line; no "
+        "shipped rule reads a traceback (the truncation half of the label is found)",
 }
 ONSET_TOLERANCE = 20  # steps after the labelled onset within which its alert must fire
 SERIOUS = ("warning", "critical")
