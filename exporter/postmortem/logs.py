@@ -15,11 +15,13 @@ import re
 from dataclasses import dataclass, field
 
 from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
+from ..logs.base import clean
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
 _DATETIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?"
                        r"(Z|[+-]\d\d:?\d\d)?")
+_RAY_PREFIX = re.compile(r"^\((?:[\w.:-]+ )?pid=\d+[^)]*\)\s*")
 SNIFF_LINES = 2000
 # lines read past the head when it holds only a start-up print (an argument table, a config
 # dump) looking for the first training record
@@ -32,7 +34,11 @@ def line_time(line: str, fmt: str) -> float | None:
         m = _SPOOL_TS.search(line, 0, 200)
         return float(m.group(1)) if m else None
     if not line[:1].isdigit() and line[:1] != "[":
-        return None
+        if line[:1] not in ("\x1b", "("):
+            return None
+        # a Ray worker's line: `(MegatronTrainRayActor pid=1) [2026-04-04 07:42:32] ...`,
+        # the prefix often in ANSI colour (slime, Miles, OpenRLHF under Ray)
+        line = _RAY_PREFIX.sub("", clean(line), count=1)
     m = _DATETIME.match(line)
     if m is None:
         return None

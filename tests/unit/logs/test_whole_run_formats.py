@@ -171,3 +171,18 @@ def test_startup_print_alone_stays_its_own_format(tmp_path):
     p.write_text(table + "noise line\n" * 2000, encoding="utf-8")
     from exporter.postmortem import logs as pm_logs
     assert pm_logs.sniff(str(p)) == "megatron_args"
+
+
+def test_ray_worker_line_carries_its_logging_timestamp():
+    # real lines of the Miles run log: Ray's actor prefix in ANSI colour, then the logger's own
+    # `[YYYY-MM-DD hh:mm:ss]`; doctor read no time from them and fell back to step durations
+    import datetime as dt
+    from exporter.postmortem.logs import line_time
+    line = ("\x1b[36m(MegatronTrainRayActor pid=272604)\x1b[0m [2026-04-04 07:42:32] "
+            "log_utils.py:443 - step 0: {'train/loss': -0.011048519052565098}")
+    want = dt.datetime(2026, 4, 4, 7, 42, 32, tzinfo=dt.timezone.utc).timestamp()
+    assert line_time(line, "slime") == want
+    assert line_time("(LLMRayActor pid=1270, ip=10.252.173.41) [2026-04-04 07:42:32] x",
+                     "slime") == want
+    # a prefixed line without a logging timestamp stays without one
+    assert line_time("\x1b[36m(pid=58504)\x1b[0m Reward function type: mix", "slime") is None
