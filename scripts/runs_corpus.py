@@ -64,6 +64,10 @@ MISSES = {
         "RLGradNormExplosion from step 317 and RLGradNormVanishing at 323: the gradient norm is "
         "exactly 0 on 272 of 2000 steps (all 16 samples tied), so the baseline median is ~0 and "
         "10x it is met by 0.07, while the largest norm of the run is 0.46",
+    "slime/radixark_miles_cp2_ep4_qwen35_gdn.log":
+        "crash: the log ends in a CUDA OutOfMemoryError traceback; RLRunStalled needs the scrape "
+        "to go on while the steps stop, and a finished log has no time after its last line; no "
+        "shipped rule reads a traceback (the truncation half of the label is found)",
 }
 ONSET_TOLERANCE = 20  # steps after the labelled onset within which its alert must fire
 SERIOUS = ("warning", "critical")

@@ -14,13 +14,18 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..logs import FORMATS, Reader, canonical_format, detect
+from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
+from ..logs.base import clean
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
 _DATETIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?"
                        r"(Z|[+-]\d\d:?\d\d)?")
+_RAY_PREFIX = re.compile(r"^\((?:[\w.:-]+ )?pid=\d+[^)]*\)\s*")
 SNIFF_LINES = 2000
+# lines read past the head when it holds only a start-up print (an argument table, a config
+# dump) looking for the first training record
+LOOK_FURTHER = 200_000
 
 
 def line_time(line: str, fmt: str) -> float | None:
@@ -29,7 +34,11 @@ def line_time(line: str, fmt: str) -> float | None:
         m = _SPOOL_TS.search(line, 0, 200)
         return float(m.group(1)) if m else None
     if not line[:1].isdigit() and line[:1] != "[":
-        return None
+        if line[:1] not in ("\x1b", "("):
+            return None
+        # a Ray worker's line: `(MegatronTrainRayActor pid=1) [2026-04-04 07:42:32] ...`,
+        # the prefix often in ANSI colour (slime, Miles, OpenRLHF under Ray)
+        line = _RAY_PREFIX.sub("", clean(line), count=1)
     m = _DATETIME.match(line)
     if m is None:
         return None
@@ -77,10 +86,24 @@ def sniff(path: str, fmt: str = "auto") -> str:
     except OSError as e:
         raise LogError(f"{path}: {e}") from e
     found = detect(head, path=path)
+    if found in AUXILIARY and len(head) == SNIFF_LINES and _records_follow(path):
+        # a long start-up (Miles: a 1,300-row argument table, then SGLang's) put the first
+        # training record past the head: read per line, the print and the records alike
+        return "auto"
     if found is None:
         raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
                        f"(pass --format, one of: {', '.join(FORMATS)})")
     return found
+
+
+def _records_follow(path: str) -> bool:
+    """A training record (not a start-up print) within LOOK_FURTHER lines after the head."""
+    try:
+        with open_log(path) as fh:
+            rest = itertools.islice(fh, SNIFF_LINES, SNIFF_LINES + LOOK_FURTHER)
+            return any(detect_line(line) for line in rest)
+    except OSError:
+        return False
 
 
 def line_run(line: str) -> str | None:

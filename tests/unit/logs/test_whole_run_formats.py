@@ -175,3 +175,45 @@ def test_kaggle_notebook_log_record_keeps_the_whole_dict():
     data = reads[0].frame.data
     assert data["epoch"] == 0.01 and data["reward_std"] == 2.751
     assert not reader.rejected
+
+
+def test_long_startup_before_the_first_record_is_read_per_line():
+    # a real Miles run log (tests/data/runs/slime): its first 2,000 lines are the Megatron
+    # argument table and SGLang's start-up, the first step record is at line 2,779; the sniff
+    # of the head alone read the whole file as the argument table (1 frame, steps 0..0)
+    from exporter.postmortem import logs as pm_logs
+    path = str(Path(__file__).resolve().parents[2] / "data" / "runs" / "slime"
+               / "radixark_miles_cp2_ep8_qwen35_gdn.log")
+    fmt = pm_logs.sniff(path)
+    assert fmt == "auto"
+    stats = pm_logs.LogStats(path)
+    got = [(fr, fw) for fr, _, fw in pm_logs.frames(path, fmt, stats)]
+    steps = {fr.step for fr, _ in got if "train/loss" in fr.data}
+    assert steps == set(range(20))
+    assert any("perf/step_time" in fr.data for fr, _ in got)
+    assert {fw for _, fw in got} == {"slime"}
+
+
+def test_startup_print_alone_stays_its_own_format(tmp_path):
+    # a head that is only an argument table and nothing after it: still that format
+    table = (Path(__file__).resolve().parents[2] / "data" / "real" / "miles"
+             / "cp2_ep4_startup_arguments_table.log").read_text(encoding="utf-8")
+    p = tmp_path / "args.log"
+    p.write_text(table + "noise line\n" * 2000, encoding="utf-8")
+    from exporter.postmortem import logs as pm_logs
+    assert pm_logs.sniff(str(p)) == "megatron_args"
+
+
+def test_ray_worker_line_carries_its_logging_timestamp():
+    # real lines of the Miles run log: Ray's actor prefix in ANSI colour, then the logger's own
+    # `[YYYY-MM-DD hh:mm:ss]`; doctor read no time from them and fell back to step durations
+    import datetime as dt
+    from exporter.postmortem.logs import line_time
+    line = ("\x1b[36m(MegatronTrainRayActor pid=272604)\x1b[0m [2026-04-04 07:42:32] "
+            "log_utils.py:443 - step 0: {'train/loss': -0.011048519052565098}")
+    want = dt.datetime(2026, 4, 4, 7, 42, 32, tzinfo=dt.timezone.utc).timestamp()
+    assert line_time(line, "slime") == want
+    assert line_time("(LLMRayActor pid=1270, ip=10.252.173.41) [2026-04-04 07:42:32] x",
+                     "slime") == want
+    # a prefixed line without a logging timestamp stays without one
+    assert line_time("\x1b[36m(pid=58504)\x1b[0m Reward function type: mix", "slime") is None
