@@ -146,6 +146,17 @@ def _ppid(pid: int) -> int:
         return 0
 
 
+def finished(store) -> bool:
+    """The run reached the total steps its config declares (rl_config_value)."""
+    from ..status import TOTAL_PARAMETERS
+    step = store.get("rl_training_step")
+    for p in TOTAL_PARAMETERS:
+        total = store.get("rl_config_value", {"parameter": p})
+        if total is not None and total == total and total > 0:
+            return step is not None and step >= total
+    return False
+
+
 class SidecarWatch(HangWatch):
     """The hook's hang watch over one of serve's pipelines, taking the dump with py-spy.
     A log shows a phase only once it ends, so only the stall condition applies here."""
@@ -158,6 +169,8 @@ class SidecarWatch(HangWatch):
         self._spool_path = spool_path
 
     def take(self, ex, header) -> str | None:
+        if finished(ex.store):  # RLRunStalled's `unless`: a run at its last step is done
+            return None
         return self.spy.dump(ex.counts, header, list(self._paths()))
 
     def spool_path(self, ex) -> str | None:

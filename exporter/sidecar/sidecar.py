@@ -518,7 +518,9 @@ class Sidecar:
         from .pyspy import SidecarWatch
 
         def paths():
-            return [path for s in self.sources if s.spec.run == run for path in s.tracks]
+            # list(): the poll thread may add a track meanwhile
+            return [path for s in list(self.sources) if s.spec.run == run
+                    for path in list(s.tracks)]
         out = self.spool_out.path + ".stacks" if self.spool_out is not None else None
         p.hang_watch = SidecarWatch(p, self.spy, paths, out,
                                     thresholds=self.stack_dumps.get("thresholds"))
