@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -118,7 +119,7 @@ def test_serve_dumps_the_stalled_trainer_with_py_spy(tmp_path, trainer):
     assert any(f.startswith("stuck_in_collective (child.py:") for f in main["frames"])
 
 
-def test_ptrace_denied_is_counted_not_permitted_once(tmp_path, trainer, caplog):
+def test_ptrace_denied_is_counted_not_permitted_once(tmp_path, trainer, caplog, monkeypatch):
     real = shutil.which("py-spy")
     if real is None:
         pytest.skip("py-spy not installed (pip install py-spy)")
@@ -137,6 +138,7 @@ def test_ptrace_denied_is_counted_not_permitted_once(tmp_path, trainer, caplog):
     wrapper.chmod(0o755)
     p, log = trainer
     caplog.set_level(logging.WARNING, logger="rl_exporter.sidecar")
+    monkeypatch.setenv("RL_EXPORTER_DEBUG_TOKEN", "s3cret")  # then a bearer token, from anywhere
     sc, t = serve(tmp_path, log, str(wrapper))
     try:
         assert wait_for(lambda: any(q.counts.stack_dumps_failed for q in sc.pipelines.values()))
@@ -146,7 +148,13 @@ def test_ptrace_denied_is_counted_not_permitted_once(tmp_path, trainer, caplog):
         assert not pipe.hang_watch.captured
         assert 'rl_exporter_stack_dumps_failed_total{reason="not_permitted",run="trainer"} 1.0' \
             in get(sc.url)
-        assert "no hang captured yet" in get(sc.url[: -len("/metrics")] + "/debug/stacks")
+        route = sc.url[: -len("/metrics")] + "/debug/stacks"
+        with pytest.raises(urllib.error.HTTPError) as e:
+            get(route)
+        assert e.value.code == 401
+        req = urllib.request.Request(route, headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert "no hang captured yet" in r.read().decode()
     finally:
         stop(sc, t)
     said = [r for r in caplog.records if "stack_dumps_failed_total" in r.getMessage()]
