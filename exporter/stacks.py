@@ -158,7 +158,7 @@ class HangWatch:
                 new.append(rec)
         return new
 
-    def _capture(self, ex, info: dict, now: float) -> dict:
+    def _capture(self, ex, info: dict, now: float) -> dict | None:
         what = (f"phase {info['phase']!r} open {info['open_seconds']:.1f} s"
                 if info["reason"] == "phase_hung" else
                 f"no step for {info['seconds_since_last_step']:.1f} s")
