@@ -2,7 +2,8 @@
 # rl-exporter sidecar image: `rl-exporter serve` follows a trainer's logs and serves /metrics.
 #   docker build -t rl-exporter:0.1.0 .
 #   docker run --rm -p 9464:9464 -v /path/to/logs:/var/log/rl:ro rl-exporter:0.1.0
-# Every runtime dependency is a pure-Python wheel, so no compiler is ever installed: the build
+# Every runtime dependency is a pure-Python wheel or a prebuilt one (py-spy, the sidecar's hang
+# stack dumps: a static binary), so no compiler is ever installed: the build
 # stage only turns the source tree into wheels, the runtime stage installs them from a bind
 # mount (no wheel files left in any layer) and runs as an unprivileged user.
 # Pin the base by digest in your registry mirror for reproducible builds, e.g.
@@ -14,7 +15,7 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY exporter ./exporter
-RUN pip wheel --wheel-dir /wheels ".[gpu,otlp]"
+RUN pip wheel --wheel-dir /wheels ".[gpu,otlp,stacks]"
 
 FROM ${PYTHON_IMAGE}
 ARG VERSION=0.1.0
@@ -28,7 +29,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-index --find-links=/wheels "rl-exporter[gpu,otlp]==${VERSION}" \
+    pip install --no-index --find-links=/wheels "rl-exporter[gpu,otlp,stacks]==${VERSION}" \
     && groupadd --system --gid 10001 rlx \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
        --shell /usr/sbin/nologin rlx \

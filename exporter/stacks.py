@@ -115,7 +115,7 @@ class HangWatch:
 
     def tick(self) -> None:
         ex = self._ex()
-        if ex is None or ex.closed or self.stopped:
+        if ex is None or getattr(ex, "closed", False) or self.stopped:
             self.stop()
             return
         try:
@@ -153,17 +153,23 @@ class HangWatch:
             if key in self._seen:
                 continue
             self._seen.add(key)
-            new.append(self._capture(ex, info, now))
+            rec = self._capture(ex, info, now)
+            if rec is not None:
+                new.append(rec)
         return new
 
-    def _capture(self, ex, info: dict, now: float) -> dict:
+    def _capture(self, ex, info: dict, now: float) -> dict | None:
         what = (f"phase {info['phase']!r} open {info['open_seconds']:.1f} s"
                 if info["reason"] == "phase_hung" else
                 f"no step for {info['seconds_since_last_step']:.1f} s")
-        header = (f"# rl-exporter hang dump: run {ex.run}, pid {os.getpid()}, "
-                  f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}: {what} "
-                  f"(threshold {info['threshold_seconds']:.1f} s)\n")
-        text = dump_stacks(header)
+        stamp = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))
+
+        def header(pid: int, tool: str = "") -> str:  # postmortem/stacks.py reads it back
+            return (f"# rl-exporter hang dump: run {ex.run}, pid {pid}, {stamp}: {what} "
+                    f"(threshold {info['threshold_seconds']:.1f} s){tool}\n")
+        text = self.take(ex, header)
+        if text is None:  # none could be taken (the taker counted why)
+            return None
         rec = dict(info, captured_at=now, stacks=text)
         self.dumps += 1
         self.captured = (self.captured + [rec])[-4:]
@@ -172,9 +178,8 @@ class HangWatch:
             spans.hang(rec)
         log.warning("rl-exporter: run %s looks hung (%s); every thread's stack follows, also at "
                     "GET /debug/stacks\n%s", ex.run, what, text)
-        spool = getattr(getattr(ex, "_worker", None), "spool", None)
-        if spool is not None:
-            path = spool.path + ".stacks"
+        path = self.spool_path(ex)
+        if path is not None:
             try:
                 with open(path, "a", encoding="utf-8") as f:
                     f.write(text + "\n")
@@ -182,6 +187,17 @@ class HangWatch:
             except OSError as e:
                 ex.counts.error("spool", e, f"cannot write the hang dump to {path} ({e})")
         return rec
+
+    # ------------------------------------------------------------ what a subclass changes
+    # (the sidecar's watch takes the trainer's stacks with py-spy: exporter/sidecar/pyspy.py)
+    def take(self, ex, header) -> str | None:
+        """Every thread's stack under header(pid); None when none could be taken."""
+        return dump_stacks(header(os.getpid()))
+
+    def spool_path(self, ex) -> str | None:
+        """Where captures are appended: `<spool>.stacks` beside the exporter's spool."""
+        spool = getattr(getattr(ex, "_worker", None), "spool", None)
+        return None if spool is None else spool.path + ".stacks"
 
     def last(self) -> dict | None:
         return self.captured[-1] if self.captured else None

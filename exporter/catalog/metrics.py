@@ -476,6 +476,12 @@ SELF_METRICS: list[Metric] = [
       "(the spool could not be fsynced at a checkpoint), file_unreadable (a matched file vanished or could not be opened before it was read), "
       "no_frames (many lines read, none a frame: likely the wrong --source format). Each kind "
       "is logged once, then at most every 10 minutes.", "source", "kind", group="sidecar"),
+    c("rl_exporter_stack_dumps_failed_total", "{dump}",
+      "Hang stack dumps of the trainer serve could not take with py-spy, by reason: "
+      "not_permitted (ptrace denied: the sidecar lacks CAP_SYS_PTRACE), no_pid (no --pid and no "
+      "process writing the log: the pod does not share its process namespace, or the process "
+      "is gone), no_pyspy (py-spy not on PATH), timeout (killed past its time), error (any other "
+      "py-spy failure). Each reason is logged once.", "reason", group="sidecar"),
 ]
 
 # ------------------------------------------------------------------ phases in progress, GPU time by

@@ -26,6 +26,9 @@ def add_arguments(p):
     p.add_argument("--eval-interval", type=float, default=60.0,
                    help="seconds between rule evaluations for groups without an interval "
                         "(default 60, Prometheus's)")
+    p.add_argument("--stacks", default=None, metavar="FILE",
+                   help="hang stack dumps to show beside RLPhaseHung / RLRunStalled (default: "
+                        "LOG.stacks beside the spool, written by the hang watch or serve's py-spy)")
     p.add_argument("--keep", default=None, metavar="DIR",
                    help="keep the TSDB and Prometheus log in DIR (default: a removed temp dir)")
     from ..postmortem import deviation
@@ -49,7 +52,7 @@ def run(args) -> int:
                      eval_interval=args.eval_interval, keep=args.keep,
                      step_seconds=args.step_seconds, clock=args.clock, start=args.start,
                      until=args.until, algorithm=args.algorithm, model=args.model,
-                     scrape_interval=args.scrape_interval)
+                     scrape_interval=args.scrape_interval, stacks=args.stacks)
     except ToolMissing as e:
         print(f"rl-exporter doctor: {e}", file=sys.stderr)
         return 3

@@ -53,6 +53,14 @@ def add_arguments(p):
     p.add_argument("--gpu", default="auto", choices=["auto", "on", "off", "local"],
                    help="NVML GPU sampling (default auto: on when a driver is visible)")
     p.add_argument("--gpu-interval", type=float, default=5.0, help="seconds between GPU samples")
+    p.add_argument("--pid", type=int, default=None,
+                   help="the trainer's pid, for a py-spy stack dump when the run stalls (default: "
+                        "the process writing a --source file, found in /proc; in Kubernetes the "
+                        "pod needs shareProcessNamespace: true)")
+    p.add_argument("--py-spy", default="py-spy", metavar="PATH",
+                   help="the py-spy executable (default py-spy on PATH)")
+    p.add_argument("--no-stack-dumps", action="store_true",
+                   help="never run py-spy on a stalled trainer")
     p.add_argument("--exit-when-idle", action="store_true",
                    help="exit once every file is read to its end (batch catch-up, benchmarks)")
 
@@ -116,7 +124,9 @@ def run(args) -> int:
                      checkpoint_interval=args.checkpoint_interval, idle_flush=args.idle_flush,
                      max_line_bytes=args.max_line_bytes, spool_out=args.spool_out,
                      ingest=ingest, exporter_kwargs=kw, gpu=args.gpu,
-                     gpu_interval=args.gpu_interval)
+                     gpu_interval=args.gpu_interval,
+                     stack_dumps=None if args.no_stack_dumps else {"pid": args.pid,
+                                                                   "py_spy": args.py_spy})
     except OSError as e:
         print(f"rl-exporter serve: cannot serve on {args.listen}:{args.port}: {e}", file=sys.stderr)
         return 1

@@ -33,6 +33,7 @@ class Counts:
         self.unknown = 0            # values of keys no vocabulary knows
         self.ignored = 0            # values of keys ignored on purpose
         self.fallback_dropped = 0   # unknown keys past the fallback cap
+        self.stack_dumps_failed: Counter = Counter()  # serve's py-spy dumps not taken, by reason
         self._logged: set[str] = set()
 
     # ------------------------------------------------------------ writes
@@ -67,7 +68,8 @@ class Counts:
                 "frames_dropped": dict(self.dropped), "values_rejected": dict(self.rejected),
                 "nonfinite_values": dict(self.nonfinite), "errors": dict(self.errors),
                 "unknown_keys": self.unknown, "ignored_keys": self.ignored,
-                "fallback_keys_dropped": self.fallback_dropped}
+                "fallback_keys_dropped": self.fallback_dropped,
+                "stack_dumps_failed": dict(self.stack_dumps_failed)}
 
     def series(self, store, queue_len: int, last_frame_ts: float):
         """(store, metric, labels, value) for the collector and the OTLP mirror."""
@@ -87,6 +89,9 @@ class Counts:
         yield s, "rl_exporter_fallback_keys_dropped_total", {}, self.fallback_dropped
         for kind, n in sorted(dict(self.errors).items()):
             yield s, "rl_exporter_errors_total", {"kind": kind}, n
+        # only where serve tried (exporter/sidecar/pyspy.py): no series on every rank's budget
+        for reason, n in sorted(dict(self.stack_dumps_failed).items()):
+            yield s, "rl_exporter_stack_dumps_failed_total", {"reason": reason}, n
         yield s, "rl_exporter_queue_frames", {}, queue_len
         yield s, "rl_exporter_last_frame_timestamp_seconds", {}, last_frame_ts
 

@@ -179,6 +179,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
     blocks = BlockFiles(om_dir, on_close=make_block)
     bar = Progress(logs.total_bytes(paths), "parsing", enabled=progress)
     replay = None
+    seg_of_replay = None  # the segment the replay's pipeline (and goodput ledger) is for
     done_before = 0
     last_lines = None
     last_t = None
@@ -202,11 +203,13 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
                     # restarted trainer would start one; the last one's values go stale
                     if replay is not None:
                         series_done += replay.series
+                        seg_of_replay.goodput = dict(replay.pipeline.goodput.totals)
                         replay.close()
                         last_lines = None
                     replay = Replay(cut.current.run, fw if replay is None else replay.framework,
                                     algorithm=algorithm, model=model)
                     res.framework = replay.framework
+                    seg_of_replay = cut.current
                     cut.current.points = Watcher()
                 seg = cut.current
                 d = durations.of(fr.data, replay.framework)
@@ -271,6 +274,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
             blocks.on_close = None
             blocks.close()
         if replay is not None:
+            seg_of_replay.goodput = dict(replay.pipeline.goodput.totals)
             replay.close()
         shutil.rmtree(work, ignore_errors=True)
     return res

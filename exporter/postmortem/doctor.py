@@ -13,6 +13,7 @@ from . import evaluate as evmod
 from . import points
 from . import report
 from . import rules as rulesmod
+from . import stacks as stacksmod
 from . import tools
 
 
@@ -24,16 +25,20 @@ class Outcome:
     runbook: dict
     images: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    stacks_file: str | None = None   # the stack dumps read (`<spool>.stacks` or --stacks)
+    captures: list = field(default_factory=list)
 
 
 def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
            rules: list[str] | None = None, runbook_path: str | None = None,
            html: bool = False, eval_interval: float = 60.0, keep: str | None = None,
-           recording_engine: str = "queries",
+           recording_engine: str = "queries", stacks: str | None = None,
            **backfill_kw) -> Outcome:
     tools.find("promtool")
     tools.find("prometheus")
     ruleset = rulesmod.load(rules)
+    stacks = stacksmod.path_for(paths, stacks)
+    captures = stacksmod.read(stacks) if stacks else []  # an unreadable --stacks: OSError
     if html:
         try:
             import matplotlib  # noqa: F401
@@ -64,7 +69,8 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
             ready = points.ready_runs(prom, res.start, res.end, eval_interval)
             ev.findings.extend(points.findings(res, ev, ready, runbook, ruleset))
             ev.findings.sort(key=lambda f: (f.start, f.order))
-            out = Outcome(res, ev, ruleset, runbook)
+            stacksmod.attach(ev.findings, captures, run)
+            out = Outcome(res, ev, ruleset, runbook, stacks_file=stacks, captures=captures)
             if html:
                 t2 = time.perf_counter()
                 for title, names, shade in report.panels(res, ev, ruleset):

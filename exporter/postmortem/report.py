@@ -9,6 +9,8 @@ import json
 import math
 
 from ..promql import human_duration
+from . import goodput as goodputmod
+from . import stacks as stacksmod
 from .backfill import iso
 from .rules import metric_names
 
@@ -89,6 +91,7 @@ def text(res, ev) -> str:
         ran = [c for c in ev.checks if c not in ev.no_data]
         out.append("")
         out.append(f"healthy: none of the {len(ran)} checks with data fired: {', '.join(ran)}")
+        out += [""] + goodputmod.text(goodputmod.summary(res))
         return "\n".join(out) + "\n"
     out.append("")
     out.append(f"{'STEP':>6}  {'TIME (UTC)':<20}  {'ALERT':<30} {'SEVERITY':<9} {'VALUE':>10}  SUMMARY")
@@ -110,23 +113,30 @@ def text(res, ev) -> str:
         if f.next and f.alert not in told:  # once per alert: the timeline stays readable
             out.append(f"{'':>8}check next: {f.next}")
             told.add(f.alert)
+        if f.stacks is not None:
+            out += stacksmod.text(f.stacks)
+    out += [""] + goodputmod.text(goodputmod.summary(res))
     return "\n".join(out) + "\n"
 
 
 def json_lines(res, ev) -> str:
     rows = []
+    gp = goodputmod.summary(res)  # on every line, as `run` is: any one line has the run's
     for f in ev.findings:
         rows.append({"alert": f.alert, "severity": f.severity, "step": f.step,
                      "time": iso(f.start), "value": _num(f.value), "summary": f.summary,
                      "next": f.next, "until": iso(f.end), "until_step": res.step_at(f.end),
                      "labels": f.labels, "run": res.run, "segment": f.segment,
-                     "confirmed": f.confirmed})
+                     "confirmed": f.confirmed, "goodput": gp})
+        if f.stacks is not None:
+            rows[-1]["stacks"] = stacksmod.as_json(f.stacks)
     if not rows:
         rows.append({"alert": None, "run": res.run, "healthy": True,
                      "checks": [c for c in ev.checks if c not in ev.no_data],
                      "no_data": ev.no_data, "too_few_steps": ev.too_short, "steps": res.steps,
                      "start": iso(res.start), "end": iso(res.end),
-                     "segments": [g.summary() for g in getattr(res, "segments", [])]})
+                     "segments": [g.summary() for g in getattr(res, "segments", [])],
+                     "goodput": gp})
     return "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
 
 

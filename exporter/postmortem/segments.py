@@ -39,6 +39,9 @@ class Segment:
     points: object = None    # points.Watcher
     last_by_kind: dict = field(default_factory=dict)  # record kind -> last step
     ready: bool = False      # the step-windowed rules had enough steps here (set by doctor)
+    # the segment's goodput ledger at its end (exporter/core/goodput.py: bucket -> seconds),
+    # the final values of the rl_goodput_seconds_total{bucket} series backfilled for it
+    goodput: dict = field(default_factory=dict)
 
     def account(self, step) -> None:
         """The step this segment's exporter reached with a frame (the frame's own, or its

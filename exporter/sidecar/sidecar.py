@@ -386,7 +386,7 @@ class Sidecar:
                  idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
                  spool_out: str | None = None, ingest: dict | None = None,
                  exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0,
-                 bind_retry_s: float = 15.0):
+                 bind_retry_s: float = 15.0, stack_dumps: dict | None = None):
         self.run = run
         self.poll_interval = poll_interval
         self.checkpoint_interval = checkpoint_interval
@@ -439,6 +439,14 @@ class Sidecar:
         self._stop = threading.Event()
         self._pending_bp: Counter = Counter()
         self._catchup = None  # (started, bytes read then, last progress line) of a backlog
+        # py-spy dumps of a stalled trainer (exporter/sidecar/pyspy.py); None: off
+        self.stack_dumps = stack_dumps
+        self.spy = None
+        if stack_dumps is not None:
+            from .pyspy import PySpy
+            self.spy = PySpy(pid=stack_dumps.get("pid"), binary=stack_dumps.get("py_spy"),
+                             **({"timeout": stack_dumps["timeout"]} if "timeout" in stack_dumps
+                                else {}))
         for s in self.sources:  # before the first scrape: no hole after a restart
             s.restore_last()
         self.endpoint = None
@@ -455,6 +463,8 @@ class Sidecar:
                                                                                   1 << 20)))
             from ..status import status_app
             self.endpoint.add_route("/status", status_app(lambda: list(self.pipelines.values())))
+            from .pyspy import stacks_app
+            self.endpoint.add_route("/debug/stacks", stacks_app(self))
             self.endpoint.start()
 
     @staticmethod
@@ -495,10 +505,25 @@ class Sidecar:
                 p.telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": run},
                                         otlp_endpoint=kw["otlp_endpoint"], on_error=p.counts.error)
                 p.telemetry.mirror(p.store, p.self_metrics)
+            if self.spy is not None:
+                self._watch(p, run)
             self.collector.add_store(p.store)
             self._run_frameworks[run] = framework
             self.pipelines[key] = p
             return p
+
+    def _watch(self, p, run: str) -> None:
+        """The hang watch of one run: a py-spy dump of its trainer once per stall, appended
+        to `<spool-out>.stacks`; also what /status shows as last_hang."""
+        from .pyspy import SidecarWatch
+
+        def paths():
+            # list(): the poll thread may add a track meanwhile
+            return [path for s in list(self.sources) if s.spec.run == run
+                    for path in list(s.tracks)]
+        out = self.spool_out.path + ".stacks" if self.spool_out is not None else None
+        p.hang_watch = SidecarWatch(p, self.spy, paths, out,
+                                    thresholds=self.stack_dumps.get("thresholds"))
 
     def backpressure(self, p) -> None:
         self._pending_bp[id(p)] += 1
@@ -626,6 +651,8 @@ class Sidecar:
         self.checkpoint()
         deadline = time.monotonic() + 5.0
         for p in self.pipelines.values():
+            if getattr(p, "hang_watch", None) is not None:
+                p.hang_watch.stop()
             p.close(deadline=deadline)
             if getattr(p, "telemetry", None) is not None:
                 p.telemetry.close(deadline)

@@ -445,6 +445,59 @@ def test_ingest_requires_a_token(helm, chart):
         "--ingest-token-file=/var/run/secrets/rl-exporter/token", "--ingest-max-bytes=1048576", "--ingest-framework=auto"]
 
 
+STACK_DUMPS_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  {{{{- include "rl-exporter.podSpec" {ctx} | nindent 2 }}}}
+  containers:
+    {{{{- include "rl-exporter.sidecar" {ctx} | nindent 4 }}}}
+    - name: trainer
+      image: verlai/verl:app-verl0.5
+  volumes:
+    {{{{- include "rl-exporter.volumes" . | nindent 4 }}}}
+"""
+
+
+def test_stack_dumps_share_the_process_namespace_and_add_ptrace(helm, chart, work):
+    """sidecar.stackDumps.enabled (values or a per-workload override): the pod shares its
+    process namespace and the sidecar gets SYS_PTRACE, as root (the capability is effective
+    only there); off (the default): neither, the hardened context unchanged."""
+    parent = chart.parent / "stack-dumps"
+    if not parent.exists():
+        shutil.copytree(chart, parent)
+        over = '(dict "root" $ "sidecar" (dict "native" false "stackDumps" (dict "enabled" true)))'
+        plain = '(dict "root" $ "sidecar" (dict "native" false))'
+        (parent / "templates" / "zz-pods.yaml").write_text(
+            STACK_DUMPS_POD.format(name="dumps", ctx=over) + "---\n"
+            + STACK_DUMPS_POD.format(name="plain", ctx=plain))
+    pods = {d["metadata"]["name"]: d for d in template(helm, parent, record="stack-dumps", work=work)
+            if d["kind"] == "Pod"}
+    on, off = pods["dumps"]["spec"], pods["plain"]["spec"]
+    assert on["shareProcessNamespace"] is True and "shareProcessNamespace" not in off
+    sc_on = on["containers"][0]["securityContext"]
+    sc_off = off["containers"][0]["securityContext"]
+    assert sc_on["capabilities"] == {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
+    assert sc_on["runAsUser"] == 0 and sc_on["runAsNonRoot"] is False
+    assert not sc_on["allowPrivilegeEscalation"] and sc_on["readOnlyRootFilesystem"]
+    assert sc_off == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+                      "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                      "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    # chart-wide, and as the trainer's uid where the node's ptrace_scope allows it
+    both = template(helm, parent, "--set", "sidecar.stackDumps.enabled=true",
+                    "--set", "sidecar.stackDumps.runAsUser=1000")
+    for d in both:
+        if d["kind"] == "Pod":
+            assert d["spec"]["shareProcessNamespace"] is True
+            sc = d["spec"]["containers"][0]["securityContext"]
+            assert sc["runAsUser"] == 1000 and sc["runAsNonRoot"] is True
+            assert sc["capabilities"]["add"] == ["SYS_PTRACE"]
+    r = template(helm, parent, "--set", "sidecar.stackDumps.enabled=yes", check=False)
+    assert r.returncode != 0 and "stackDumps" in r.stderr
+
+
 # ------------------------------------------------------------------ schema validation of everything
 def kv_validate(files):
     exe = require_binary("kubernetes-validate")

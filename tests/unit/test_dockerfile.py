@@ -124,7 +124,10 @@ def test_no_compilers_left_in_runtime_stage(ins):
 
 def test_installs_gpu_extra_and_pins_own_version(ins):
     runs = " ".join(rest for w, rest in ins if w == "RUN")
-    assert "[gpu,otlp]" in runs, "nvidia-ml-py is needed for NVML sampling in the sidecar"
+    extras = set(re.findall(r"\[([a-z,]+)\]", runs)[-1].split(","))
+    assert "gpu" in extras, "nvidia-ml-py is needed for NVML sampling in the sidecar"
+    assert "otlp" in extras, "the OTLP push needs the SDK in the image"
+    assert "stacks" in extras, "py-spy is needed for the sidecar's hang stack dumps"
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     assert args_of(ins).get("VERSION") == version, "Dockerfile ARG VERSION must match pyproject"
 

@@ -218,7 +218,31 @@ and the trainer container the log mount:
   resources:
     {{- toYaml $s.resources | nindent 4 }}
   securityContext:
-    {{- toYaml $s.securityContext | nindent 4 }}
+    {{- $sc := deepCopy ($s.securityContext | default dict) }}
+    {{- if $s.stackDumps.enabled }}
+    {{- /* py-spy of the trainer (values.yaml sidecar.stackDumps): ptrace, effective as root */}}
+    {{- $caps := deepCopy ($sc.capabilities | default dict) }}
+    {{- $_ := set $caps "add" (concat ($caps.add | default list) (list "SYS_PTRACE") | uniq) }}
+    {{- $_ := set $sc "capabilities" $caps }}
+    {{- $_ := set $sc "runAsUser" (int $s.stackDumps.runAsUser) }}
+    {{- $_ := set $sc "runAsNonRoot" (ne (int $s.stackDumps.runAsUser) 0) }}
+    {{- end }}
+    {{- toYaml $sc | nindent 4 }}
+{{- end }}
+
+{{/*
+rl-exporter.podSpec: the pod-level fields the sidecar needs, under your pod template's spec
+(the same arguments as rl-exporter.sidecar):
+  spec:
+    {{- include "rl-exporter.podSpec" . | nindent 4 }}
+With sidecar.stackDumps.enabled: shareProcessNamespace: true (the sidecar's py-spy sees the
+trainer's process); otherwise nothing.
+*/}}
+{{- define "rl-exporter.podSpec" -}}
+{{- $v := include "rl-exporter.values" . | fromYaml -}}
+{{- if $v.sidecar.stackDumps.enabled -}}
+shareProcessNamespace: true
+{{- end -}}
 {{- end }}
 
 {{/* rl-exporter.volumes: the pod volumes the sidecar mounts (list items). */}}
