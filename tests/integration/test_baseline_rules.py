@@ -96,3 +96,31 @@ def test_promtool_outside_baseline_fires_after_the_step_persistence(tmp_path):
                        timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "SUCCESS" in p.stdout
+
+
+def promtool_test(tmp_path, name, rule_files, expr_tests):
+    test = {"rule_files": [str(p) for p in rule_files], "evaluation_interval": "30s",
+            "tests": [{"interval": "30s", "input_series": SERIES, "promql_expr_test": expr_tests}]}
+    path = tmp_path / f"{name}.test.yaml"
+    path.write_text(yaml.safe_dump(test, sort_keys=False))
+    p = subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@need_promtool
+def test_overview_band_queries_draw_the_band_only_with_a_baseline(tmp_path):
+    """The overview's entropy band, queried as Grafana would (all runs selected): the band of
+    the run's progress, window by window; nothing at all when only the shipped rules load."""
+    from dashboards import overview
+    exprs = [q.expr.replace("$run", ".*") for p, q in overview.DASHBOARD.queries
+             if 'series="rl_entropy"' in q.expr]
+    assert len(exprs) == 2 and "lower" in exprs[0] and "upper" in exprs[1]
+    rules = tmp_path / "baseline.rules.yaml"
+    rules.write_text(yaml_text(render(DOC)))
+    # step 4 (2 m) is in the warm-up window [0, 10): 1.0..3.0; step 20 (10 m): 0.5..1.5
+    promtool_test(tmp_path, "with", [shipped.RULES_FILE, rules], [
+        {"expr": e, "eval_time": t, "exp_samples": [{"labels": "{}", "value": v}]}
+        for t, lo, hi in (("2m", 1.0, 3.0), ("10m", 0.5, 1.5)) for e, v in zip(exprs, (lo, hi))])
+    promtool_test(tmp_path, "without", [shipped.RULES_FILE], [
+        {"expr": e, "eval_time": t, "exp_samples": []} for t in ("2m", "10m") for e in exprs])
