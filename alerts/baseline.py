@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from exporter.postmortem import baseline as bl
 
-from .rules import (THRESHOLD_SENTINEL, _apply_overrides, _fmt, _ladder, _values, duration,
-                    numeric_thresholds)
+from .exprs import ladder
+from .render import (THRESHOLD_SENTINEL, _apply_overrides, duration, fill, numeric_thresholds,
+                     placeholder_values)
 
 ALERT = "RLOutsideBaseline"
 # The recorded series (the dashboards' band overlay queries these names).
@@ -75,9 +76,9 @@ def render(doc: dict, time_scale: float = 1.0, overrides: dict | None = None,
     """The rule file as a dict ready for yaml.safe_dump. `overrides`: the thresholds of
     `python -m alerts render --overrides` (recent_min_steps, the step windows);
     `parameterised`: plain-number thresholds left as the Helm chart's named sentinels, as
-    alerts.rules.render does, so `prometheusRule.thresholds` tunes these rules too."""
+    alerts.render.render does, so `prometheusRule.thresholds` tunes these rules too."""
     cfg, _, _ = _apply_overrides(overrides)
-    vals = _values(cfg, time_scale)
+    vals = placeholder_values(cfg, time_scale)
     if parameterised:
         vals.update({k: THRESHOLD_SENTINEL.format(k) for k in numeric_thresholds(overrides)})
     rules = []
@@ -86,21 +87,21 @@ def render(doc: dict, time_scale: float = 1.0, overrides: dict | None = None,
         labels = {"metric": name, "series": key, "baseline": doc["recipe"]}
         for i, which in ((0, "lower"), (1, "upper")):
             rules.append({"record": (BAND_LOWER, BAND_UPPER)[i],
-                          "expr": _fmt(_bound(doc, windows, i), vals), "labels": dict(labels)})
+                          "expr": fill(_bound(doc, windows, i), vals), "labels": dict(labels)})
         x = f"max by (run) ({series_selector(doc, key)})"
         band = f'{{{{series="{_q(key)}", baseline="{_q(doc["recipe"])}"}}}}'
         outside = (f"({x} < bool on (run) {BAND_LOWER}{band})\n"
                    f"+ ({x} > bool on (run) {BAND_UPPER}{band})\n"
                    f"+ ({x} != bool {x})")
         rules.append({"record": OUTSIDE, "labels": dict(labels),
-                      "expr": _fmt(outside, vals)})
+                      "expr": fill(outside, vals)})
     if not rules:
         return {"groups": []}
-    held = _ladder("min by (run, metric, series, baseline) "
+    held = ladder("min by (run, metric, series, baseline) "
                    f"(min_over_time({OUTSIDE}[{{W}}]))")
     rules.append({
         "alert": ALERT,
-        "expr": _fmt(held + " == 1", vals),
+        "expr": fill(held + " == 1", vals),
         "for": duration(FOR_SECONDS * time_scale),
         "labels": {"severity": "warning"},
         "annotations": {

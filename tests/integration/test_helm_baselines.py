@@ -9,7 +9,7 @@ import yaml
 
 from alerts.__main__ import main as alerts_main
 from alerts import baseline as live
-from alerts.rules import render as shipped_render
+from alerts.render import render as shipped_render
 from exporter.postmortem import baseline as bl
 from tests.integration.test_helm import (CRDS, ROOT, crd_validate, helm, node_modules,  # noqa: F401 (fixtures)
                                          promtool_check, repo_chart, rule_groups_from, template, work)
