@@ -2,6 +2,9 @@
 constructors for panels and queries."""
 from __future__ import annotations
 
+from alerts.baseline import BAND_LOWER, BAND_UPPER
+from exporter.postmortem.baseline import series_key
+
 from .model import (BARGAUGE, HEATMAP, STAT, STATE_TIMELINE, TABLE, TEXT, TIMESERIES, Panel,
                     Query)
 
@@ -38,6 +41,8 @@ SKIP_REASON = "an update was skipped (posttrain optim/skip_reason); healthy runs
 ERRORS = "the exporter hit an internal error (healthy: never)"
 QUEUE_DROPS = "frames were dropped (healthy: never)"
 SIDECAR = "metrics come from `rl-exporter serve` following log files (the sidecar)"
+BASELINE = ("a baseline of the run's recipe is loaded (docs/baselines.md); with several runs "
+            "selected the shaded band is their envelope, select one to read its own")
 
 
 def sel(metric: str, extra: str = "") -> str:
@@ -79,8 +84,9 @@ def qi(expr: str, legend: str = "{{run}}", **kw) -> Query:
     return Query(expr, legend, instant=True, **kw)
 
 
-def ts(title, shows, healthy, *queries, **kw) -> Panel:
-    return Panel(TIMESERIES, title, shows, healthy, list(queries), **kw)
+def ts(title, shows, healthy, *queries, band=(), **kw) -> Panel:
+    """band: metrics whose baseline band (with_band) the panel also draws."""
+    return with_band(Panel(TIMESERIES, title, shows, healthy, list(queries), **kw), *band)
 
 
 def stat(title, shows, healthy, *queries, **kw) -> Panel:
@@ -117,6 +123,36 @@ def hist_heatmap(title, shows, healthy, bucket_metric: str, extra: str = "", **k
     kw.setdefault("unit", "s")
     return heatmap(title, shows, healthy, Query(expr, "{{le}}", format="heatmap",
                                                 gate=kw.pop("query_gate", None)), **kw)
+
+
+# The baseline band (alerts/baseline.py records it per run for the recipe's own runs only;
+# nothing without a baseline). Grafana shades between two series named in the panel's
+# overrides (fillBelowTo), so each band is one fixed-name pair: the envelope over the
+# selected runs.
+def band_legends(metric: str) -> tuple[str, str]:
+    return f"{metric} baseline lower", f"{metric} baseline upper"
+
+
+def with_band(panel: Panel, *metrics: str) -> Panel:
+    """`panel` with the baseline band of each metric's primary series (mean, training split)
+    drawn as a shaded band under the same unit and axis."""
+    overrides = list(panel.overrides or [])
+    for metric in metrics:
+        lower, upper = band_legends(metric)
+        match = f'run=~"$run", series="{series_key(metric, {})}"'
+        panel.queries += [Query(f"min({BAND_LOWER}{{{match}}})", lower, gate=BASELINE),
+                          Query(f"max({BAND_UPPER}{{{match}}})", upper, gate=BASELINE)]
+        color = {"id": "color", "value": {"mode": "fixed", "fixedColor": "green"}}
+        overrides += [
+            {"matcher": {"id": "byName", "options": upper},
+             "properties": [{"id": "custom.fillBelowTo", "value": lower},
+                            {"id": "custom.fillOpacity", "value": 15},
+                            {"id": "custom.lineWidth", "value": 0}, color]},
+            {"matcher": {"id": "byName", "options": lower},
+             "properties": [{"id": "custom.fillOpacity", "value": 0},
+                            {"id": "custom.lineWidth", "value": 0}, color]}]
+    panel.overrides = overrides
+    return panel
 
 
 # Named threshold sets.

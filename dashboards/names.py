@@ -2,7 +2,8 @@
 
 A name is allowed when the catalog exposes it (`CATALOG.names`, histogram suffixes
 included), when it is a series Prometheus itself creates (`ALERTS`, `up`), or when it is
-a recording rule (`level:metric:op`) that exporter/rules/*.yaml records.
+a recording rule (`level:metric:op`) that exporter/rules/*.yaml records, or one of the band
+series a baseline's rule file records (alerts/baseline.py; loaded only with a baseline).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from alerts.baseline import BAND_LOWER, BAND_UPPER, OUTSIDE
 from exporter.catalog import CATALOG
 from exporter import rules as shipped
 from exporter.catalog.engines import NAMES as ENGINE_SERIES
@@ -32,6 +34,8 @@ GPU_METRICS = (GPU_UTILIZATION, GPU_MEMORY_USAGE, GPU_MEMORY_LIMIT, GPU_POWER,
 
 # Series Prometheus creates itself.
 PROMETHEUS_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE", "up"})
+
+BASELINE_RECORDS = frozenset({BAND_LOWER, BAND_UPPER, OUTSIDE})
 
 RECORDING_RULE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z0-9_:]*$")
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +83,7 @@ def classify(name: str, records: frozenset[str], catalog_names=None) -> str:
 
 
 def check_names(dashboards, records: frozenset[str] | None = None, catalog_names=None) -> NameCheck:
-    records = recording_rules() if records is None else records
+    records = recording_rules() | BASELINE_RECORDS if records is None else records
     result = NameCheck()
     for d in dashboards:
         for p in d.panels:

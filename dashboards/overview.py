@@ -87,7 +87,7 @@ ROWS = [
            "rises with the step (critic/score/mean up, the veRL metrics guide, section 11.1); a sharp drop is the "
            "reward-collapse symptom: check entropy and clip fraction next (the RL metrics dictionary, section 12).",
            q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),
-           unit="none", decimals=3),
+           unit="none", decimals=3, band=("rl_score", "rl_reward")),
         ts("Reward range (min/max)",
            "Best and worst sequence reward in the batch.",
            "max reaches the top score early (the veRL metrics guide, section 11.4: score/max 1.0 means some "
@@ -109,13 +109,13 @@ ROWS = [
            "not fall monotonically (the RL metrics dictionary, section 2.1) but a sustained climb is a problem.",
            q(mean("rl_policy_loss"), "{{run}} policy"),
            q(mean("rl_loss"), "{{run}} total", gate=TOTAL_LOSS),
-           unit="none", decimals=4),
+           unit="none", decimals=4, band=("rl_policy_loss",)),
         ts("Gradient norm",
            "Policy gradient L2 norm before clipping.",
            "fluctuates inside a steady band; a jump to more than 10x its usual level is "
            "an explosion (the RL metrics dictionary, section 2.2); sitting exactly at grad_clip means the LR is too "
            "high (the veRL metrics guide, section 11.2). 0 means no gradient.",
-           q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True),
+           q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True, band=("rl_grad_norm",)),
         ts("Entropy",
            "Mean token entropy of the policy, and the entropy loss term where logged.",
            "high early, slowly decaying (the RL metrics dictionary, section 2.3). A fall within a few steps is policy "
@@ -125,14 +125,14 @@ ROWS = [
            "the veRL metrics guide).",
            q(mean("rl_entropy"), "{{run}} entropy"),
            q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
-           unit="none", decimals=3, min=0),
+           unit="none", decimals=3, min=0, band=("rl_entropy", "rl_entropy_loss")),
         ts("Policy KL (old vs new)",
            "Approximate KL between the sampling policy and the updated policy inside the PPO ratio "
            "(veRL actor/ppo_kl).",
            "0.001-0.01 and stable or falling (the veRL metrics guide, sections 11.1 and 12, heuristic); above "
            "0.05 is too large (the veRL metrics guide, section 11.4): lower the LR. Thresholds: yellow 0.01, red 0.05.",
            q(mean("rl_policy_kl")), unit="none", decimals=4, min=0,
-           thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")]),
+           thresholds=[(None, "green"), (0.01, "yellow"), (0.05, "red")], band=("rl_policy_kl",)),
         ts("KL to reference",
            "KL of the policy to the frozen reference: the KL loss term and the measured KL.",
            "grows slowly and steadily; a jump (e.g. 0.02 to 0.15, the RL metrics dictionary, section 2.4) means the "
@@ -141,7 +141,7 @@ ROWS = [
            q(mean("rl_reward_kl_penalty"), "{{run}} in-reward kl",
              gate="the KL is folded into the reward (veRL use_kl_in_reward, slime --kl-coef)"),
            unit="none", decimals=4, min=0,
-           thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")]),
+           thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")], band=("rl_reference_kl",)),
         ts("Clip fraction",
            "Fraction of tokens where the PPO ratio clip bound the update: either bound, and per "
            "bound where the framework splits it (veRL pg_clipfrac_lower is the dual clip).",
@@ -155,7 +155,7 @@ ROWS = [
            q(mean("rl_policy_sequence_clip_ratio"), "{{run}} sequences (GSPO)",
              gate="the run clips per sequence (GSPO, posttrain train/seq_clip_frac)"),
            unit="percentunit", min=0, max=1,
-           thresholds=[(None, "green"), (0.3, "yellow"), (0.5, "red")]),
+           thresholds=[(None, "green"), (0.3, "yellow"), (0.5, "red")], band=("rl_policy_clip_ratio",)),
         ts("Learning rate",
            "Policy learning rate in use, per parameter group where logged.",
            "follows the configured schedule (e.g. warmup then cosine decay, the RL metrics dictionary, section 2.6); "
@@ -204,7 +204,7 @@ ROWS = [
            "stable or slowly changing. Falling length while reward rises can be reward hacking "
            "(the RL metrics dictionary, section 4); max pinned at the limit means truncation (next panel).",
            q(sel("rl_response_length_tokens", 'subset="", split=""'), "{{run}} {{stat}}"),
-           unit="short", min=0),
+           unit="short", min=0, band=("rl_response_length_tokens",)),
         ts("Truncation and aborts",
            "Fraction of responses cut at the length limit, prompts cut at the prompt limit, and "
            "aborted samples.",
@@ -216,7 +216,7 @@ ROWS = [
            q(mean("rl_prompt_truncated_ratio"), "{{run}} prompt truncated"),
            q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
            unit="percentunit", min=0, max=1,
-           thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")]),
+           thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")], band=("rl_response_truncated_ratio",)),
         ts("Prompt length",
            "Prompt length: mean and min/max over the batch.",
            "stable; it is data, so it changes only when the data mix changes.",

@@ -88,9 +88,11 @@ def _is_signal(name: str) -> bool:
     return m is not None and m.kind == GAUGE
 
 
-def read_run(paths, *, fmt: str = "auto", run: str | None = None) -> RunSeries:
+def read_run(paths, *, fmt: str = "auto", run: str | None = None, algorithm: str | None = None,
+             model: str | None = None) -> RunSeries:
     """A log or spool (or several logs of one run, in order) -> RunSeries, through the
-    reading path doctor uses."""
+    reading path doctor uses (algorithm, model: the rl_run_info labels doctor's --algorithm
+    and --model give the run)."""
     from . import logs  # here, not at import: `rl-exporter --help` stays light
     from .replay import Replay
     paths = [paths] if isinstance(paths, str) else list(paths)
@@ -114,7 +116,7 @@ def read_run(paths, *, fmt: str = "auto", run: str | None = None) -> RunSeries:
     try:
         for fr, ts, fw in frames:
             if replay is None:
-                replay = Replay(name, fw)
+                replay = Replay(name, fw, algorithm=algorithm, model=model)
                 out.framework = fw
             replay.apply(fr.data, fr.step, ts or 0.0)
             step = replay.pipeline.store.get("rl_training_step")

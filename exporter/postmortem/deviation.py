@@ -74,6 +74,45 @@ def timeline(findings: list[dict]) -> str:
     return ", ".join(parts)
 
 
+# ------------------------------------------------------------------ recipe identity
+# A run of another framework or algorithm is another recipe: its bands say nothing about it
+# (the live rules select by the same rl_run_info labels). A different model or config value
+# is reported, and the run still compared: that difference is often what is being tested.
+BLOCKING = ("framework", "algorithm")
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-12)  # the file keeps 6 digits
+    return a == b
+
+
+def identity_mismatch(doc: dict, run: bl.RunSeries) -> list[dict]:
+    """[{"field", "recipe", "run", "blocking"}]: each identity value the recipe records (a list
+    where its runs differed: any of them matches) and the run has, where they differ. A field
+    the run does not carry is left out: nothing to compare."""
+    ident = doc.get("identity") or {}
+    have = {"framework": run.framework, **run.identity}
+    have = {k: v for k, v in have.items() if v and v != "auto"}
+    fields = [(k, ident.get(k), have.get(k)) for k in ("framework", "algorithm", "model")]
+    fields += [(f"config.{k}", v, run.config.get(k)) for k, v in (ident.get("config") or {}).items()]
+    out = []
+    for field_, want, got in fields:
+        if want is None or want == [] or want == "" or got is None:
+            continue
+        allowed = want if isinstance(want, list) else [want]
+        if not any(_same(got, w) for w in allowed):
+            out.append({"field": field_, "recipe": want, "run": bl._round(got),
+                        "blocking": field_ in BLOCKING})
+    return out
+
+
+def mismatch_text(found: list[dict]) -> str:
+    return "; ".join(f"{m['field']}: the run's {m['run']}, the recipe's "
+                     f"{' or '.join(map(str, m['recipe'])) if isinstance(m['recipe'], list) else m['recipe']}"
+                     for m in found)
+
+
 # ------------------------------------------------------------------ doctor --baseline / --compare
 FAILED = object()
 
@@ -87,6 +126,9 @@ def add_doctor_arguments(p) -> None:
     p.add_argument("--baseline-steps", type=int, default=PERSIST_STEPS, metavar="N",
                    help=f"steps in a row outside a band before it counts (default "
                         f"{PERSIST_STEPS}, the live rule's)")
+    p.add_argument("--force-baseline", action="store_true",
+                   help="compare even when the run's framework or algorithm is not the "
+                        "baseline's (by default such a run is not compared, and doctor says so)")
 
 
 def for_doctor(args):
@@ -111,25 +153,43 @@ def print_findings(doc, args, out) -> None:
     import json
     if doc is None:
         return
-    run = bl.read_run(args.logs, fmt=args.format, run=args.run)
+    run = bl.read_run(args.logs, fmt=args.format, run=args.run,
+                      algorithm=getattr(args, "algorithm", None), model=getattr(args, "model", None))
+    mismatch = identity_mismatch(doc, run)
+    blocked = any(m["blocking"] for m in mismatch) and not getattr(args, "force_baseline", False)
+    name = args.run or run.name
+    src = ", ".join(r["name"] for r in doc["runs"])
+    if blocked:
+        if args.json:
+            out.write(json.dumps({"alert": None, "run": name, "baseline": doc["recipe"],
+                                  "banded": len(doc["bands"]), "compared": False,
+                                  "outside_baseline": None, "baseline_mismatch": mismatch,
+                                  "steps": len(run.steps)}) + "\n")
+            return
+        out.write(f"\nagainst baseline {doc['recipe']} (from {src}): not compared, the run is "
+                  f"another recipe ({mismatch_text([m for m in mismatch if m['blocking']])}); "
+                  "--force-baseline compares anyway\n")
+        return
     found = deviations(doc, run, persist=args.baseline_steps)
     for i, f in enumerate(found):
         before = timeline(found[:i]) if i else ""
         f["next"] = (f"left before it: {before.replace(' left its band at step', ' at')}; "
                      if before else "the first signal to leave its band; ") + f["next"]
-    name = args.run or run.name
     if args.json:
         for f in found:
-            row = dict(f, time=None, run=name, baseline=doc["recipe"])
+            row = dict(f, time=None, run=name, baseline=doc["recipe"], baseline_mismatch=mismatch)
             out.write(json.dumps(row, allow_nan=False) + "\n")
         if not found:
             out.write(json.dumps({"alert": None, "run": name, "baseline": doc["recipe"],
-                                  "banded": len(doc["bands"]), "outside_baseline": False,
+                                  "banded": len(doc["bands"]), "compared": True,
+                                  "outside_baseline": False, "baseline_mismatch": mismatch,
                                   "steps": len(run.steps)}) + "\n")
         return
-    src = ", ".join(r["name"] for r in doc["runs"])
     out.write(f"\nagainst baseline {doc['recipe']} (from {src}): {len(doc['bands'])} series "
               f"banded, {args.baseline_steps} steps in a row outside counts\n")
+    if mismatch:
+        forced = " (compared: --force-baseline)" if any(m["blocking"] for m in mismatch) else ""
+        out.write(f"  not the recipe's identity{forced}: {mismatch_text(mismatch)}\n")
     if not found:
         out.write("  inside: no banded series left its band\n")
         return

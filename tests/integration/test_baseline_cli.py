@@ -60,6 +60,22 @@ def test_doctor_baseline_and_compare_report_where_the_failed_run_left(tmp_path):
     assert text.count("RLOutsideBaseline") == len(ours)
 
 
+@needs_engine
+def test_doctor_does_not_judge_a_run_against_another_frameworks_recipe():
+    """A TRL run --compare'd with a veRL run: doctor's own findings as ever, then one line saying
+    the baseline was not compared and why; --force-baseline compares it anyway."""
+    trl = DATA / "trl" / "entropy_collapse.spool"
+    rows = [json.loads(x) for x in cli("doctor", trl, "--compare", HEALTHY, "--json").stdout.splitlines()]
+    plain = [json.loads(x) for x in cli("doctor", trl, "--json").stdout.splitlines()]
+    assert rows[:-1] == plain and "baseline" not in plain[-1]
+    assert rows[-1]["compared"] is False and rows[-1]["alert"] is None
+    assert rows[-1]["baseline_mismatch"] == [{"field": "framework", "recipe": "verl", "run": "trl",
+                                              "blocking": True}]
+    forced = cli("doctor", trl, "--compare", HEALTHY, "--force-baseline").stdout
+    assert "not the recipe's identity (compared: --force-baseline): framework: the run's trl" in forced
+    assert "RLOutsideBaseline" in forced
+
+
 def test_bad_baseline_file_fails_before_doctor_runs(tmp_path):
     p = tmp_path / "x.yaml"
     p.write_text("groups: []\n")

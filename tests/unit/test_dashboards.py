@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from alerts.baseline import BAND_LOWER, BAND_UPPER
 from dashboards import DASHBOARDS, FOLDER, overview
 from dashboards import generate, healthy, names
 from exporter import promql
@@ -146,9 +147,12 @@ def test_variables_and_links(built):
 
 
 def test_timeseries_legends_are_per_run():
+    """Except a baseline band's pair: one fixed name each, which its fillBelowTo override names."""
     for d in DASHBOARDS:
         for p, q in d.queries:
-            if p.kind == "timeseries" and "by (le)" not in q.expr:
+            if set(q.metrics) <= {BAND_LOWER, BAND_UPPER}:
+                assert "{{run}}" not in q.legend and q.legend.endswith(("baseline lower", "baseline upper"))
+            elif p.kind == "timeseries" and "by (le)" not in q.expr:
                 assert "{{run}}" in q.legend, (d.uid, p.title, q.legend)
 
 
