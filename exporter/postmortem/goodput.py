@@ -5,6 +5,7 @@ Start-up is not in a log (docs/goodput.md), so the ledger's startup bucket stays
 from __future__ import annotations
 
 from ..core.goodput import BUCKETS, PRODUCTIVE
+from ..promql import human_duration
 
 
 def summary(res) -> dict:
@@ -30,11 +31,10 @@ def summary(res) -> dict:
 
 def text(gp: dict) -> list[str]:
     """The table: one row per bucket with time, then the ratio."""
-    from .report import fmt_duration
     wall = gp["accounted_seconds"]
     if not wall:
         return ["goodput: no step interval in this log to account"]
-    lines = [f"goodput: {gp['ratio']:.1%} of {fmt_duration(wall)} accounted "
+    lines = [f"goodput: {gp['ratio']:.1%} of {human_duration(wall)} accounted "
              "(rl_goodput_seconds_total; start-up is not in a log)",
              f"  {'BUCKET':<18} {'SECONDS':>12} {'SHARE':>7}"]
     for b, s in gp["buckets"].items():
