@@ -229,6 +229,7 @@ class Alert:
 R = "{{ $labels.run }}"
 PRIMARY = '{{stat="", split=""}}'   # the mean/primary training series of a metric
 STEP = "rl_training_step"
+SEGMENT_START = "rl_run_segment_start_timestamp_seconds"
 
 
 def _steps(i: int) -> str:
@@ -260,6 +261,10 @@ def _alternatives(fn, alts, by="run", baseline=False) -> str:
 
 
 READY = "run:rl_step_window:baseline_steps"
+# 1 where the recent and baseline windows the ladder picks reach back over the run's last
+# segment start (a restart, a second run in the same log: rl_run_segment_start_timestamp_seconds),
+# 0 where both begin after it; absent for a run with no seam. No baseline counts across a seam.
+SEAM = "run:rl_step_window:crosses_segment_start"
 STALE_SEL = '{{stat="", split="", reference=""}}'
 
 
@@ -281,10 +286,16 @@ def _recordings() -> list[Recording]:
     out = [Recording(_steps(i), f"max by (run) (changes({STEP}[{{w{i}}}]))") for i in TIERS]
     out += [Recording(f"run:rl_training_step:changes_bw{i}",
                       f"max by (run) (changes({STEP}[{{bw{i}}}] offset {{w{i}}}))") for i in TIERS]
+    # `< bool`: the tier the ladder picks has a 0 or 1 here, so `or` never falls through to a
+    # longer tier whose windows reach back further
+    out.append(Recording(SEAM, "(\n" + "\nor\n".join(
+        f"  (time() - max by (run) ({SEGMENT_START}) < bool {{wbs{i}}})\n"
+        f"  and on (run) ({_steps(i)} >= {{recent_min_steps}})" for i in TIERS) + "\n)"))
     out.append(Recording(READY, "(\n" + "\nor\n".join(
         f"  run:rl_training_step:changes_bw{i} and on (run) ({_steps(i)} >= {{recent_min_steps}})"
         for i in TIERS) + "\n) >= {baseline_min_steps}\n"
-        f"and on (run) max by (run) ({STEP}) >= {{warmup_steps}}"))
+        f"and on (run) max by (run) ({STEP}) >= {{warmup_steps}}\n"
+        f"unless on (run) {SEAM} == 1"))
     out += [
         # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
         # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
@@ -596,7 +607,8 @@ ALERTS: list[Alert] = [
     # configuration bug (a schedule decaying to 0 reaches it only at its last step)
     Alert("RLLearningRateZero", "warning",
           _recent("max_over_time", "rl_learning_rate") + " == 0\n"
-          "and on (run)\n" + _ladder(_over("max_over_time", "rl_learning_rate", baseline=True)) + " > 0",
+          "and on (run)\n" + _ladder(_over("max_over_time", "rl_learning_rate", baseline=True)) + " > 0\n"
+          f"unless on (run) {SEAM} == 1",
           Dur(60), "The learning rate dropped to exactly 0: the updates change nothing.",
           f"Run {R}: the learning rate is {{{{ $value }}}} on every recent step after a non-zero "
           "baseline (a schedule or configuration bug)."),
@@ -970,6 +982,7 @@ def _values(cfg: dict, time_scale: float) -> dict:
         w = cfg[f"step_window_{i}"].seconds * time_scale
         out[f"w{i}"] = duration(w)
         out[f"bw{i}"] = duration(w * BASELINE_FACTOR)
+        out[f"wbs{i}"] = _num(w * (1 + BASELINE_FACTOR))  # both windows, in seconds
     return out
 
 

@@ -376,6 +376,9 @@ def render_tests() -> str:
             {"expr": "run:rl_task_reward:avg_baseline", "eval_time": "15m", "exp_samples": []},
         ],
     })
+    # restarts: no baseline across a segment start (alerts/segment_cases.py)
+    from .segment_cases import segment_tests
+    tests += segment_tests(rules)
     # Rules are evaluated every 5m (series are sampled every 1m): promtool evaluates every rule of
     # the file at every tick of every test group, and 1m ticks made this file take ~1 min on 2 cores.
     doc = {"rule_files": ["../../exporter/rules/rl-exporter.rules.yaml"], "evaluation_interval": "5m", "tests": tests}

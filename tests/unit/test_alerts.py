@@ -76,9 +76,10 @@ def test_alert_metrics_are_derived_through_recording_rules():
     a = rules.alert("RLRewardCollapse")
     # the alert names only recording rules; what it reads comes from their expressions
     assert "rl_score" not in a.expr and {"rl_score", "rl_reward", "rl_training_step"} <= set(a.metrics)
+    # its NVML baseline is gated on the step-window evidence, which no segment start crosses
     assert rules.alert("RLGPUMemoryNearFull").metrics == (
         "hw_gpu_memory_limit_bytes", "hw_gpu_memory_usage_bytes", "rl_gpu_memory_peak_bytes",
-        "rl_training_step")
+        "rl_run_segment_start_timestamp_seconds", "rl_training_step")
 
 
 def test_every_critical_states_why():
@@ -92,6 +93,10 @@ def test_step_window_ladder_scales_and_gates():
     assert "changes(rl_training_step[2m30s])" in rec["run:rl_training_step:changes_w1"]
     ready = rec["run:rl_step_window:baseline_steps"]
     assert ">= 20" in ready and "max by (run) (rl_training_step) >= 20" in ready
+    # ... and not across a segment start: both windows of the tier (2m30s + 10m) after it
+    assert ready.rstrip().endswith("unless on (run) run:rl_step_window:crosses_segment_start == 1")
+    seam = rec["run:rl_step_window:crosses_segment_start"]
+    assert "(rl_run_segment_start_timestamp_seconds) < bool 750)" in seam
     # every relative baseline exists only with enough baseline steps and past warm-up
     for name, expr in rec.items():
         if name.endswith("_baseline"):
