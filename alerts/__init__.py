@@ -1,2 +1,2 @@
-"""rl-exporter's Prometheus alerting and recording rules, generated from alerts/rules.py."""
-from .rules import ALERTS, CONFIG, RECORDINGS, render  # noqa: F401
+"""rl-exporter's Prometheus alerting and recording rules, generated from this package
+(alerts/rules.py lists the areas; alerts/render.py writes the rule file)."""

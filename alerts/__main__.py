@@ -19,11 +19,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
 from . import check as _check
-from .rules import OverrideError, render, yaml_text
+from .render import OverrideError, render, yaml_text
 from exporter.postmortem.baseline import BaselineError
-
 from .paths import AM_FILE, HERE, RULES_FILE, TEST_FILE  # noqa: F401 (re-exported)
 
 

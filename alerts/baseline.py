@@ -12,10 +12,10 @@ rules), for the same `for:`. Without a baseline nothing is rendered and the ship
 do not change.
 """
 from __future__ import annotations
-
 from exporter.postmortem import baseline as bl
-
-from .rules import CONFIG, _fmt, _ladder, _values, duration
+from .config import CONFIG
+from .render import duration, fill, placeholder_values
+from .exprs import ladder
 
 ALERT = "RLOutsideBaseline"
 FOR_SECONDS = 60  # as the other step-windowed warnings
@@ -66,28 +66,28 @@ def _bound(doc: dict, windows: list, i: int) -> str:
 
 def render(doc: dict, time_scale: float = 1.0) -> dict:
     """The rule file as a dict ready for yaml.safe_dump."""
-    vals = _values(CONFIG, time_scale)
+    vals = placeholder_values(CONFIG, time_scale)
     rules = []
     for key, windows in doc["bands"].items():
         name, _ = bl.parse_key(key)
         labels = {"metric": name, "series": key, "baseline": doc["recipe"]}
         for i, which in ((0, "lower"), (1, "upper")):
             rules.append({"record": f"run:rl_baseline_band:{which}",
-                          "expr": _fmt(_bound(doc, windows, i), vals), "labels": dict(labels)})
+                          "expr": fill(_bound(doc, windows, i), vals), "labels": dict(labels)})
         x = f"max by (run) ({series_selector(doc, key)})"
         band = f'{{{{series="{_q(key)}", baseline="{_q(doc["recipe"])}"}}}}'
         outside = (f"({x} < bool on (run) run:rl_baseline_band:lower{band})\n"
                    f"+ ({x} > bool on (run) run:rl_baseline_band:upper{band})\n"
                    f"+ ({x} != bool {x})")
         rules.append({"record": "run:rl_baseline_outside:bool", "labels": dict(labels),
-                      "expr": _fmt(outside, vals)})
+                      "expr": fill(outside, vals)})
     if not rules:
         return {"groups": []}
-    held = _ladder("min by (run, metric, series, baseline) "
+    held = ladder("min by (run, metric, series, baseline) "
                    "(min_over_time(run:rl_baseline_outside:bool[{W}]))")
     rules.append({
         "alert": ALERT,
-        "expr": _fmt(held + " == 1", vals),
+        "expr": fill(held + " == 1", vals),
         "for": duration(FOR_SECONDS * time_scale),
         "labels": {"severity": "warning"},
         "annotations": {

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 
 
-from .rules import ALERTS, RECORDINGS, metric_names, render, yaml_text
-
+from .rules import ALERTS
+from .recordings import RECORDINGS, metric_names
+from .render import render, yaml_text
 from .paths import AM_FILE, HERE, RULES_FILE, RUNBOOK, TEST_FILE  # noqa: F401
 PROMETHEUS_NAMES = {"up", "ALERTS"}  # series Prometheus itself writes
 

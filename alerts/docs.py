@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-
 from exporter import rules as shipped
-
-from .rules import ALERTS, duration
+from .rules import ALERTS
+from .render import duration
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "alerts.md"
 RUNBOOK = shipped.RUNBOOK

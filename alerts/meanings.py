@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-from .rules import ALERTS, BASELINE_FACTOR, CONFIG, TIERS, Dur, alert
+from .rules import ALERTS
+from .config import BASELINE_FACTOR, CONFIG, TIERS, Dur
+from .rules import alert
 
 MEANING: dict[str, str] = {
     "RLRunStalled": "`rl_training_step` has not advanced for longer than max([[stall_floor_seconds]], "

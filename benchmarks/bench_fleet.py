@@ -43,7 +43,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from alerts.rules import FLEET_STATES, render  # noqa: E402
+from alerts.recordings import FLEET_STATES  # noqa: E402
+from alerts.render import render
 from dashboards.fleet import DASHBOARD  # noqa: E402
 from exporter import rules as shipped  # noqa: E402
 

@@ -2,17 +2,15 @@
 MFU and throughput per run, GPU-hours burned by failing runs, the top runs per diagnosis
 signal; every run links to its overview and diagnosis dashboards.
 
-It reads the per-run series the fleet recording rules pre-aggregate (alerts/rules.py,
+It reads the per-run series the fleet recording rules pre-aggregate (alerts/recordings.py,
 `run:*`), so a fleet of hundreds of ranks costs it a few series per run. Recorded series
 carry only `run`, so the `job` and `namespace` variables do not narrow them.
 """
 from __future__ import annotations
-
 from .common import (ALERTS, CONSISTENCY, GPU, S, STALL_RED, STALL_YELLOW, bars, q, qi, stall_ratio, stat,
                      table, timeline, ts)
 from .model import Dashboard, Row
-
-from alerts.rules import FLEET_STATES  # code -> state of run:rl_run_state:code
+from alerts.recordings import FLEET_STATES  # code -> state of run:rl_run_state:code
 
 R = 'run=~"$run"'
 TIME = "${__url_time_range}&var-datasource=${datasource}"

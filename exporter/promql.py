@@ -1,6 +1,7 @@
 """PromQL helpers for everything that reads or writes rules: the metric names an expression
 reads (alerts' and dashboards' name checks, doctor's report), and Prometheus durations both
-ways (the rule renderer writes them, overrides and doctor read them).
+ways (the rule renderer writes them, overrides and doctor read them), and for people
+(`human_duration`: status and doctor).
 
 Metric names are found without a full parser.
 
@@ -116,3 +117,16 @@ def format_duration(seconds: float) -> str:
             out += f"{ms // size}{unit}"
             ms %= size
     return out
+
+
+def human_duration(seconds) -> str:
+    """A duration for people (status, doctor): 40.0s, 12.5m, 3h05m; "-" when unknown."""
+    if seconds is None:
+        return "-"
+    s = float(seconds)
+    if s < 120:
+        return f"{s:.1f}s"
+    if s < 7200:
+        return f"{s / 60:.1f}m"
+    m = int(round(s / 60))
+    return f"{m // 60}h{m % 60:02d}m"

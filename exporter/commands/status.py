@@ -6,6 +6,8 @@ import sys
 import urllib.error
 import urllib.request
 
+from ..promql import human_duration
+
 HELP = "print where a live run is (GET /status of an exporter or sidecar): step, ETA, open phases, goodput"
 
 
@@ -27,15 +29,6 @@ def status_url(url: str, run: str | None = None) -> str:
     return base + "/status" + (f"?run={urllib.request.quote(run)}" if run else "")
 
 
-def _dur(s) -> str:
-    if s is None:
-        return "-"
-    s = float(s)
-    if s < 120:
-        return f"{s:.1f}s"
-    if s < 7200:
-        return f"{s / 60:.1f}m"
-    return f"{s / 3600:.1f}h"
 
 
 def render(st: dict) -> str:
@@ -43,20 +36,20 @@ def render(st: dict) -> str:
     total = st.get("total_steps")
     out = [f"run {st['run']} ({st.get('framework')}): {st['state'].upper()}",
            f"  step {step}" + (f" of {total:g} ({st['progress']:.1%})" if total else "")
-           + f", last step {_dur(st.get('seconds_since_last_step'))} ago, expected step "
-             f"{_dur(st.get('expected_step_seconds'))}, ETA {_dur(st.get('eta_seconds'))}"]
+           + f", last step {human_duration(st.get('seconds_since_last_step'))} ago, expected step "
+             f"{human_duration(st.get('expected_step_seconds'))}, ETA {human_duration(st.get('eta_seconds'))}"]
     for p in st.get("open_phases") or []:
         med = p.get("recent_median_seconds")
-        out.append(f"  open phase {p['phase']}: {_dur(p['open_seconds'])}"
-                   + (f" (median {_dur(med)})" if med is not None else " (no history)")
+        out.append(f"  open phase {p['phase']}: {human_duration(p['open_seconds'])}"
+                   + (f" (median {human_duration(med)})" if med is not None else " (no history)")
                    + ("  HUNG" if p.get("hung") else ""))
     gp = st.get("goodput")
     if gp and gp.get("accounted_seconds"):
         wall = gp["accounted_seconds"]
-        out.append(f"  goodput {gp['ratio']:.1%} of {_dur(wall)} accounted:")
+        out.append(f"  goodput {gp['ratio']:.1%} of {human_duration(wall)} accounted:")
         for b, s in sorted(gp["buckets"].items(), key=lambda x: -x[1]):
             if s > 0:
-                out.append(f"    {b:<18} {_dur(s):>8}  {s / wall:6.1%}")
+                out.append(f"    {b:<18} {human_duration(s):>8}  {s / wall:6.1%}")
     hang = st.get("last_hang")
     if hang:
         out.append(f"  last hang capture: {hang.get('reason')} {hang.get('phase') or ''} "

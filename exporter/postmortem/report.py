@@ -8,6 +8,7 @@ import io
 import json
 import math
 
+from ..promql import human_duration
 from .backfill import iso
 from .rules import metric_names
 
@@ -43,13 +44,6 @@ def fmt_value(v) -> str:
     return f"{v:.4g}"
 
 
-def fmt_duration(s: float) -> str:
-    s = int(round(s))
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
 def _short(path: str) -> str:
@@ -111,7 +105,7 @@ def text(res, ev) -> str:
             continue
         lab = _labels(f.labels)
         until = res.step_at(f.end)
-        out.append(f"{'':>8}active until step {until} ({fmt_duration(f.end - f.start)} after firing)"
+        out.append(f"{'':>8}active until step {until} ({human_duration(f.end - f.start)} after firing)"
                    + (f"  [{lab}]" if lab else ""))
         if f.next and f.alert not in told:  # once per alert: the timeline stays readable
             out.append(f"{'':>8}check next: {f.next}")

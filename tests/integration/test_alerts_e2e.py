@@ -24,7 +24,8 @@ import pytest
 import yaml
 
 from alerts.alertmanager import loopback
-from alerts.rules import alert, render
+from alerts.render import render
+from alerts.rules import alert
 from alerts.scenarios import EXPECTED
 from tests.conftest import free_port
 from tests.integration.prom import Prometheus

@@ -8,7 +8,7 @@ import yaml
 
 from alerts import check
 from alerts.alertmanager import config, loopback, yaml_text as am_yaml
-from alerts.rules import render, yaml_text
+from alerts.render import render, yaml_text
 from alerts.paths import AM_FILE
 from alerts.testcases import write_test_files
 from exporter import rules as shipped

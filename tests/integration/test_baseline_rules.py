@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from alerts.baseline import render
-from alerts.rules import yaml_text
+from alerts.render import yaml_text
 from exporter import rules as shipped
 from exporter.postmortem import baseline as bl
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.rules import render
+from alerts.render import render
 from alerts.scenarios import ENGINE_EXPECTED
 from exporter.testing.nvml import FakeNVML
 from tests.conftest import free_port, stop

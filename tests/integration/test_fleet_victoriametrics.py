@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.rules import FLEET_STATES
+from alerts.recordings import FLEET_STATES
 from dashboards import DASHBOARDS
 from exporter.demo.fleet import Fleet
 from tests.conftest import free_port, require_binary, stop

@@ -628,8 +628,8 @@ def test_thresholds_are_tuned_by_name(helm, repo_chart, work):
 
 def test_helm_thresholds_equal_python_overrides(helm, repo_chart):
     """One override implementation: Helm fills the sentinels of the file helm/sync.py generates
-    from alerts/rules.py, and the result equals `python -m alerts render --overrides` exactly."""
-    from alerts.rules import render
+    from alerts/, and the result equals `python -m alerts render --overrides` exactly."""
+    from alerts.render import render
     tuned = {"clip_ratio_high": 0.42, "warmup_steps": 30, "gpu_memory_full_ratio": 0.9}
     args = [a for k, v in tuned.items() for a in ("--set", f"prometheusRule.thresholds.{k}={v}")]
     pr = template(helm, repo_chart, *CRDS, *args).one("PrometheusRule")

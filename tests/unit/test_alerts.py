@@ -6,8 +6,11 @@ import sys
 import pytest
 import yaml
 
-from alerts import check, rules
-from alerts.rules import ALERTS, OverrideError, duration, metric_names, parse_duration, render
+from alerts import check, recordings, rules
+from alerts.rules import ALERTS
+from alerts.render import OverrideError, duration, render
+from alerts.recordings import metric_names
+from exporter.promql import parse_duration
 from exporter.catalog import CATALOG
 
 
@@ -31,7 +34,7 @@ def test_every_alert_has_the_mixin_fields():
 
 def test_rules_name_only_catalog_metrics():
     from exporter.catalog.engines import NAMES as ENGINE_SERIES
-    recorded = {r.record for r in rules.RECORDINGS}
+    recorded = {r.record for r in recordings.RECORDINGS}
     known = CATALOG.names | check.PROMETHEUS_NAMES | recorded | ENGINE_SERIES
     for g in render()["groups"]:
         for r in g["rules"]:
@@ -68,7 +71,7 @@ def test_hardware_name_typos_fail_the_check():
         {"alert": "RLBogus", "expr": "hw_gpu_memroy_usage_bytes / hw_gpu_memory_limit_bytes > 0.9"}]}]}
     assert check.unknown_metrics(doc) == ["RLBogus: metric hw_gpu_memroy_usage_bytes is not in the catalog"]
     from exporter import promql
-    assert rules.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0") == \
+    assert recordings.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0") == \
         set(promql.metric_names("rate(hw_gpu_clock_event_seconds_total[5m]) > 0"))
 
 
@@ -210,6 +213,15 @@ def test_inhibitions_name_real_alerts_and_route_by_severity():
     assert lb["inhibit_rules"] == c["inhibit_rules"] and lb["route"]["routes"][0]["receiver"] == "pagerduty"
 
 
+def test_one_human_duration_for_status_and_doctor():
+    """exporter/promql.human_duration is what `status` and doctor's report print."""
+    from exporter import promql
+    from exporter.commands import status
+    from exporter.postmortem import report
+    assert status.human_duration is promql.human_duration is report.human_duration
+    assert [promql.human_duration(s) for s in (None, 40, 750, 11100)] == ["-", "40.0s", "12.5m", "3h05m"]
+
+
 def test_one_duration_grammar_for_the_renderer_overrides_and_doctor():
     """exporter/promql.py: what the renderer writes, overrides and doctor read back."""
     from exporter import promql
@@ -217,7 +229,8 @@ def test_one_duration_grammar_for_the_renderer_overrides_and_doctor():
     for s in (0.25, 59, 5400, 86400 * 3 + 7, 12.5):
         assert promql.parse_duration(promql.format_duration(s)) == pytest.approx(s)
     assert promql.parse_duration("2w") == 14 * 86400 and promql.parse_duration("1.5h") == 5400
-    assert rules.parse_duration is promql.parse_duration and post.duration("1y") == 31536000
+    from alerts import render as rendering
+    assert rendering.parse_duration is promql.parse_duration and post.duration("1y") == 31536000
     assert post.duration(None) == 0.0 and promql.parse_duration(30) == 30.0
     for bad in ("", "5x", "m5", "1h 30m"):
         with pytest.raises(ValueError):

@@ -1,5 +1,5 @@
 """The runbook states every rule as it is: each Meaning line is generated from alerts/meanings.py
-with the thresholds of alerts/rules.py, and names every threshold its expression uses."""
+with the thresholds of alerts/config.py, and names every threshold its expression uses."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,8 @@ import pytest
 
 from alerts import docs
 from alerts.meanings import MEANING, meaning, missing, render_runbook, stated
-from alerts.rules import ALERTS, CONFIG
+from alerts.rules import ALERTS
+from alerts.config import CONFIG
 
 NOT_THRESHOLDS = {"exporter_job_selector", "engine_job_selector", "time_scale"}
 
@@ -41,7 +42,7 @@ SEED_REF = re.compile(r"\bseed 00\d|\bS[0-4] §", re.I)
 
 def test_no_text_for_the_person_on_call_cites_a_seed():
     """Sources are cited by name (the runbook's References section), never as "seed 00N"."""
-    from alerts.rules import render
+    from alerts.render import render
     from dashboards import DASHBOARDS
     texts = {"exporter/rules/runbook.md": docs.RUNBOOK.read_text()}
     for r in render()["groups"][0]["rules"]:

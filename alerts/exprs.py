@@ -1,0 +1,106 @@
+"""PromQL building blocks the recording rules and the alerts share: the step-window ladder
+(docs/alerts.md "Step-aware windows"), selectors and the liveness/pause conditions.
+
+Expressions are Python format strings: {name} is a CONFIG value (or a window of the ladder)
+filled at render time, so PromQL braces are doubled.
+"""
+from __future__ import annotations
+
+from .config import TIERS
+
+R = "{{ $labels.run }}"
+PRIMARY = '{{stat="", split=""}}'   # the mean/primary training series of a metric
+STEP = "rl_training_step"
+
+
+def step_changes(i: int) -> str:
+    return f"run:rl_training_step:changes_w{i}"
+
+
+def ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -> str:
+    """`value` (with {W}, {BW}: the window and its baseline window) over the shortest window
+    tier holding at least `min_steps` step changes, per run."""
+    parts = []
+    for i in TIERS:
+        v = value.replace("{W}", f"{{w{i}}}").replace("{BW}", f"{{bw{i}}}")
+        parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})")
+    return "(\n" + "\nor\n".join(parts) + "\n)"
+
+
+def over(fn: str, metric: str, sel: str = PRIMARY, by: str = "run", agg: str | None = None,
+          baseline: bool = False) -> str:
+    agg = agg or {"avg_over_time": "avg", "max_over_time": "max", "min_over_time": "min"}.get(fn, "max")
+    rng = "[{BW}] offset {W}" if baseline else "[{W}]"
+    if fn == "median":
+        return f"max by ({by}) (quantile_over_time(0.5, {metric}{sel}{rng}))"
+    return f"{agg} by ({by}) ({fn}({metric}{sel}{rng}))"
+
+
+def alternatives(fn, alts, by="run", baseline=False) -> str:
+    """The first of several (metric, selector) sources a run has, per label set of `by`."""
+    return " or ".join(over(fn, m, sel, by, baseline=baseline) for m, sel in alts)
+
+
+READY = "run:rl_step_window:baseline_steps"
+# 1 where the recent and baseline windows the ladder picks reach back over the run's last
+# segment start (a restart, a second run in the same log: rl_run_segment_start_timestamp_seconds),
+# 0 where both begin after it; absent for a run with no seam. No baseline counts across a seam.
+SEAM = "run:rl_step_window:crosses_segment_start"
+SEGMENT_START = "rl_run_segment_start_timestamp_seconds"
+STALE_SEL = '{{stat="", split="", reference=""}}'
+
+
+def recent(fn: str, metric: str, sel: str = PRIMARY, by: str = "run") -> str:
+    return ladder(over(fn, metric, sel, by), by=by)
+
+
+def nonfinite_persists(metrics) -> str:
+    """Where a metric was NaN/Inf on every sample of a window holding nonfinite_persist_steps
+    steps. min_over_time and max_over_time skip NaN unless every sample is NaN, so both are
+    non-finite exactly when no finite sample is left (x != x is NaN; abs(x) == +Inf is infinite)."""
+    def nonfinite(fn, x):
+        v = f"{fn}({x}[{{W}}])"
+        return f"(({v} != bool {v}) + (abs({v}) == bool +Inf))"
+    parts = []
+    for m in metrics:
+        x = f'{m}{{{{split=""}}}}'
+        both = f"{nonfinite('min_over_time', x)} * {nonfinite('max_over_time', x)}"
+        parts.append(f'label_replace(max by (run) ({both}), "metric", "{m}", "", "")')
+    return ladder(" or ".join(parts), "{nonfinite_persist_steps}") + " == 1"
+
+
+def increase_per_step(counter_sel: str) -> str:
+    """How many times a counter rose per step change in the recent window (ladder)."""
+    parts = []
+    for i in TIERS:
+        parts.append(f"  (max by (run) (increase({counter_sel}[{{w{i}}}])) / on (run) {step_changes(i)})\n"
+                     f"  and on (run) ({step_changes(i)} >= {{recent_min_steps}})")
+    return "(\n" + "\nor\n".join(parts) + "\n)"
+
+
+def increase_recent(counter_sel: str, by: str = "run") -> str:
+    return ladder(f"max by ({by}) (increase({counter_sel}[{{W}}]))", by=by)
+
+
+PAUSE_OPEN = 'rl_phase_in_progress_start_timestamp_seconds{{phase=~"{pause_phases}"}}'
+PAUSE_TIME = 'rl_phase_duration_seconds{{phase=~"{pause_phases}"}}'
+
+
+def paused() -> str:
+    """Runs where a pause phase (pause_phases) was open at some scrape, or a pause's duration
+    was published, in the recent step window or its baseline window (ladder)."""
+    parts = []
+    for rng in ("[{W}]", "[{BW}] offset {W}"):
+        parts.append(f"max by (run) (max_over_time({PAUSE_OPEN}{rng}) > 0)")
+        parts.append(f"max by (run) (changes({PAUSE_TIME}{rng}) > 0)")
+    return ladder(" or ".join(parts))
+
+
+# A run that reached its configured total steps (rl_config_value{parameter="total_training_steps"},
+# captured by the integrations) has finished, not stalled.
+FINISHED = ("(max by (run) (rl_training_step) >= on (run) max by (run) "
+             "(rl_config_value{{parameter=\"total_training_steps\"}} > 0))")
+
+TRUNC_SEL = '{{stat="", split="", subset=""}}'
+CLIP_SEL = '{{stat="", split="", bound=""}}'
+CONFIG_SEL = 'rl_config_value{{parameter="{}"}}'

@@ -1,0 +1,174 @@
+"""Recording rules: the step-window ladder, each windowed metric's recent level and its
+baseline, and one series per run for the fleet dashboard. Also the name queries over them
+(which metrics an expression reads, through the recordings it uses).
+"""
+from __future__ import annotations
+
+from exporter.promql import metric_names as names
+
+from .config import TIERS
+from .exprs import (PRIMARY, READY, SEAM, SEGMENT_START, STALE_SEL, STEP, alternatives, ladder,
+                    over, step_changes)
+from .model import Recording
+
+
+def _pair(name: str, alts, by: str = "run", fn: str = "avg_over_time",
+          base_fn: str = "avg_over_time") -> list[Recording]:
+    """Recent level (`<level>:<name>:avg_recent`) and its baseline (`..:avg_baseline`, present only
+    with enough baseline steps and past warm-up) of a step-windowed metric."""
+    level = by.replace(", ", "_")
+    op = fn.split("_")[0]
+    bop = base_fn.split("_")[0]
+    return [Recording(f"{level}:{name}:{op}_recent", ladder(alternatives(fn, alts, by), by=by)),
+            Recording(f"{level}:{name}:{bop}_baseline",
+                      ladder(alternatives(base_fn, alts, by, baseline=True), by=by)
+                      + f"\nand on (run) {READY}")]
+
+
+def _recordings() -> list[Recording]:
+    out = [Recording(step_changes(i), f"max by (run) (changes({STEP}[{{w{i}}}]))") for i in TIERS]
+    out += [Recording(f"run:rl_training_step:changes_bw{i}",
+                      f"max by (run) (changes({STEP}[{{bw{i}}}] offset {{w{i}}}))") for i in TIERS]
+    # `< bool`: the tier the ladder picks has a 0 or 1 here, so `or` never falls through to a
+    # longer tier whose windows reach back further
+    out.append(Recording(SEAM, "(\n" + "\nor\n".join(
+        f"  (time() - max by (run) ({SEGMENT_START}) < bool {{wbs{i}}})\n"
+        f"  and on (run) ({step_changes(i)} >= {{recent_min_steps}})" for i in TIERS) + "\n)"))
+    out.append(Recording(READY, "(\n" + "\nor\n".join(
+        f"  run:rl_training_step:changes_bw{i} and on (run) ({step_changes(i)} >= {{recent_min_steps}})"
+        for i in TIERS) + "\n) >= {baseline_min_steps}\n"
+        f"and on (run) max by (run) ({STEP}) >= {{warmup_steps}}\n"
+        f"unless on (run) {SEAM} == 1"))
+    out += [
+        # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
+        # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
+        *_pair("rl_task_reward", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]),
+        *_pair("rl_entropy", [("rl_entropy", PRIMARY)]),
+        # medians: one skipped step's Inf must not move the level
+        *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),
+        Recording("run:rl_grad_norm:max_baseline",
+                  ladder(over("max_over_time", "rl_grad_norm", baseline=True)) + f"\nand on (run) {READY}"),
+        # one name for the KL to the reference (veRL actor/kl_loss, slime kl_loss, TRL kl)
+        # ... or, where a run logs none, the KL it folds into the reward (veRL use_kl_in_reward:
+        # actor/reward_kl_penalty, critic/kl; slime/Miles rollout/kl), before the coefficient.
+        # AReaL's kl_rewards is the negative per-token penalty and never crosses a KL bound;
+        # TRL's non_score_reward is a sum (stat="sum") and not selected.
+        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY), ("rl_reward_kl_penalty", PRIMARY)]),
+        Recording("run:rl_reference_kl_max:avg_baseline",
+                  ladder(over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
+                  + f"\nand on (run) {READY}"),
+        *_pair("rl_response_length_tokens", [("rl_response_length_tokens", PRIMARY)]),
+        # every phase a framework reports: veRL phase="", slime phase="rollout", AReaL's run-wide
+        # train_perf/tokens_per_second (rl_throughput_tokens_per_second{phase="train"})
+        *_pair("rl_throughput", [("rl_gpu_throughput_tokens_per_second", PRIMARY),
+                                 ("rl_throughput_tokens_per_second", PRIMARY)], by="run, phase"),
+        *_pair("rl_train_inference_logprob_abs_diff", [("rl_train_inference_logprob_abs_diff", PRIMARY)]),
+        # one estimator at a time (AReaL logs k1, k2 and k3; veRL k1 and k3): k3 where the run
+        # logs it (Miles train_rollout_kl, veRL rollout_corr/k3_kl, AReaL kl_k3), k1 only where
+        # it logs nothing else (OpenRLHF vllm_kl). k1 is signed, so a mean across estimators hides
+        # a real k3 rise behind a negative k1.
+        *_pair("rl_train_inference_kl", [("rl_train_inference_kl", '{{stat="", split="", estimator="k3"}}'),
+                                         ("rl_train_inference_kl", '{{stat="", split="", estimator="k1"}}')]),
+        # staleness against the last published checkpoint (AReaL theta, reference=""), not the
+        # proximal policy's (reference="proximal"): two references, never averaged together
+        *_pair("rl_sample_staleness_steps", [("rl_sample_staleness_steps", STALE_SEL)]),
+        *_pair("rl_preference_reward_margin", [("rl_preference_reward_margin", PRIMARY)]),
+        *_pair("rl_moe_load_imbalance_ratio", [("rl_moe_load_imbalance_ratio", PRIMARY)], by="run, layer"),
+        # turns: the per-step maximum where logged (veRL num_turns/max), else the mean (AReaL
+        # rollout/num_turns); recent maximum against the baseline mean
+        *_pair("rl_turns", [("rl_turns", '{{stat="max", split=""}}'), ("rl_turns", PRIMARY)],
+               fn="max_over_time"),
+        *_pair("hw_gpu_memory_usage_bytes", [("hw_gpu_memory_usage_bytes", "")], by="run, instance, gpu"),
+        Recording("run:rl_training_step_timestamp_seconds:age",
+                  "time() - max by (run) (rl_training_step_timestamp_seconds)"),
+    ]
+    return out
+
+
+RECORDINGS: list[Recording] = _recordings()
+
+
+# ------------------------------------------------------------------ fleet recording rules
+# One series per run for the fleet dashboard (dashboards/fleet.py), so it reads a few
+# series per run instead of every rank's. A run's targets are the (job, instance) pairs whose
+# rl_run_info named it within the baseline window: a crashed rank still counts, as down.
+# State code, first match wins: 5 finished (step reached the run's total_training_steps),
+# 4 failed (a critical alert other than the stall/down ones, or every target down), 3 stalled
+# (as RLRunStalled, without its `for`), 2 restarting (a rank's counters reset, or some ranks
+# down), 1 running. `a or b` keeps a run's first match, so each condition is evaluated once.
+# The rules read scraped series only, never another recording: vmalert reads a recording it
+# wrote itself one or more evaluations late (docs/fleet.md).
+_FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{fleet_window}]))"
+_FLEET_UP_RATIO = f"avg by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () up)"
+_FLEET_AGE = "(time() - max by (run) (rl_training_step_timestamp_seconds))"
+FLEET_STATES = {5: "finished", 4: "failed", 3: "stalled", 2: "restarting", 1: "running"}
+_FLEET_WHEN = [
+    (5, "max by (run) (last_over_time(rl_training_step[{fleet_window}]))\n"
+        "  >= on (run) max by (run) (last_over_time(rl_config_value"
+        '{{parameter="total_training_steps"}}[{fleet_window}]))'),
+    (4, 'ALERTS{{alertstate="firing", severity="critical", alertname!~"RLRunStalled|RLExporterDown"}}\n'
+        f"  or {_FLEET_UP_RATIO} == 0"),
+    (3, 'ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
+        f"  or {_FLEET_AGE} > on (run) clamp_min({{stall_step_factor}} * max by (run) "
+        '(max_over_time(rl_step_duration_seconds{{stat="", split=""}}[{w4}])), '
+        "{stall_floor_seconds})\n"
+        f"  or ({_FLEET_AGE} > {{stall_floor_seconds}} unless on (run) rl_step_duration_seconds)"),
+    (2, "resets(rl_exporter_frames_received_total[{fleet_rate_window}]) > 0\n"
+        f"  or {_FLEET_UP_RATIO} < 1"),
+    (1, _FLEET_UP_RATIO),
+]
+_FLEET_CODE = "\nor ".join(f"{code} * group by (run) (\n  {expr}\n)" for code, expr in _FLEET_WHEN)
+
+RECORDINGS += [
+    Recording("run:rl_fleet_targets:count", f"count by (run) ({_FLEET_TARGETS})"),
+    Recording("run:rl_fleet_targets_up:count",
+              f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"),
+    Recording("run:rl_training_step:max", "max by (run) (rl_training_step)"),
+    Recording("run:rl_training_step:deriv10m",
+              "max by (run) (deriv(rl_training_step[{fleet_rate_window}]))"),
+    Recording("run:rl_mfu_ratio:max",
+              'max by (run) (rl_mfu_ratio{{stat="", split="", phase="train"}})'),
+    Recording("run:rl_gpu_throughput_tokens_per_second:max",
+              'max by (run) (rl_gpu_throughput_tokens_per_second{{stat="", split="", phase=""}})'),
+    Recording("run:hw_gpus:count", "count by (run) (hw_gpu_memory_limit_bytes)"),
+    Recording("run_severity:alerts_firing:count",
+              'count by (run, severity) (ALERTS{{alertstate="firing"}})'),
+    Recording("run:rl_run_state:code", _FLEET_CODE),
+    # GPUs of runs failed (4) or stalled (3) now, 0 for the other runs: summed over time,
+    # GPU-hours. code % 5 >= 3 is 1 for codes 3 and 4 only.
+    Recording("run:hw_gpus_failing:count",
+              "count by (run) (hw_gpu_memory_limit_bytes) * on (run) group_left () (\n"
+              f"(\n{_FLEET_CODE}\n) % 5 >= bool 3\n)"),
+]
+
+
+
+
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names an expression selects, this file's recording-rule names excluded (the
+    engines' own vllm:*/sglang:* names have colons too). The one PromQL name extractor
+    (exporter/promql.py) serves alerts, dashboards and doctor alike."""
+    return set(names(expr)) - _RECORDED
+
+
+def recording_names(expr: str) -> set[str]:
+    return set(names(expr)) & _RECORDED
+
+
+_RECORDED = frozenset(r.record for r in RECORDINGS)
+
+
+def reads(expr: str) -> set[str]:
+    """Every metric an expression reads, following the recording rules it uses."""
+    by_name = {r.record: r.expr for r in RECORDINGS}
+    out, todo, seen = set(), [expr], set()
+    while todo:
+        e = todo.pop()
+        out |= metric_names(e)
+        for rec in recording_names(e) - seen:
+            seen.add(rec)
+            if rec in by_name:
+                todo.append(by_name[rec])
+    return out
