@@ -23,6 +23,7 @@ def ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -
     parts = []
     for i in TIERS:
         v = value.replace("{W}", f"{{w{i}}}").replace("{BW}", f"{{bw{i}}}").replace("{TW}", f"{{tw{i}}}")
+        v = v.replace("{TWS}", f"{{tws{i}}}")
         parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})")
     return "(\n" + "\nor\n".join(parts) + "\n)"
 
@@ -42,6 +43,11 @@ def alternatives(fn, alts, by="run", baseline=False) -> str:
 
 
 READY = "run:rl_step_window:baseline_steps"
+# 1 where the recent and baseline windows the ladder picks reach back over the run's last
+# segment start (a restart, a second run in the same log: rl_run_segment_start_timestamp_seconds),
+# 0 where both begin after it; absent for a run with no seam. No baseline counts across a seam.
+SEAM = "run:rl_step_window:crosses_segment_start"
+SEGMENT_START = "rl_run_segment_start_timestamp_seconds"
 STALE_SEL = '{{stat="", split="", reference=""}}'
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from exporter.promql import metric_names as names
 
 from .config import TIERS
-from .exprs import (PRIMARY, READY, STALE_SEL, STEP, alternatives, ladder, over,
-                    step_changes)
+from .exprs import (PRIMARY, READY, SEAM, SEGMENT_START, STALE_SEL, STEP, alternatives, ladder,
+                    over, step_changes)
 from .model import Recording
 
 
@@ -25,22 +25,34 @@ def _pair(name: str, alts, by: str = "run", fn: str = "avg_over_time",
                       + f"\nand on (run) {READY}")]
 
 
+# the trend window and the baselines it reads (TW + W + BW, {TWS} seconds) all after the last
+# segment start
+_AFTER_SEAM = f"\n  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {{TWS}})"
+
+
 def _recordings() -> list[Recording]:
     out = [Recording(step_changes(i), f"max by (run) (changes({STEP}[{{w{i}}}]))") for i in TIERS]
     out += [Recording(f"run:rl_training_step:changes_bw{i}",
                       f"max by (run) (changes({STEP}[{{bw{i}}}] offset {{w{i}}}))") for i in TIERS]
+    # `< bool`: the tier the ladder picks has a 0 or 1 here, so `or` never falls through to a
+    # longer tier whose windows reach back further
+    out.append(Recording(SEAM, "(\n" + "\nor\n".join(
+        f"  (time() - max by (run) ({SEGMENT_START}) < bool {{wbs{i}}})\n"
+        f"  and on (run) ({step_changes(i)} >= {{recent_min_steps}})" for i in TIERS) + "\n)"))
     out.append(Recording(READY, "(\n" + "\nor\n".join(
         f"  run:rl_training_step:changes_bw{i} and on (run) ({step_changes(i)} >= {{recent_min_steps}})"
         for i in TIERS) + "\n) >= {baseline_min_steps}\n"
-        f"and on (run) max by (run) ({STEP}) >= {{warmup_steps}}"))
+        f"and on (run) max by (run) ({STEP}) >= {{warmup_steps}}\n"
+        f"unless on (run) {SEAM} == 1"))
     out += [
         # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
         # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
         *_pair("rl_task_reward", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]),
         # the best (lowest) baseline level over the trend window: a slow drift moves the
         # baseline along with it, so only the level it held earlier shows the drift
-        Recording("run:rl_task_reward:max_baseline",
-                  ladder("max by (run) (max_over_time(run:rl_task_reward:avg_baseline[{TW}]))")),
+        # (never across a segment start: the level a previous run held is not this one's)
+        Recording("run:rl_task_reward:max_baseline_trend",
+                  ladder("max by (run) (max_over_time(run:rl_task_reward:avg_baseline[{TW}]))" + _AFTER_SEAM)),
         *_pair("rl_entropy", [("rl_entropy", PRIMARY)]),
         # medians: one skipped step's Inf must not move the level
         *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),
@@ -56,8 +68,9 @@ def _recordings() -> list[Recording]:
                   ladder(over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
                   + f"\nand on (run) {READY}"),
         *_pair("rl_response_length_tokens", [("rl_response_length_tokens", PRIMARY)]),
-        Recording("run:rl_response_length_tokens:min_baseline",
-                  ladder("min by (run) (min_over_time(run:rl_response_length_tokens:avg_baseline[{TW}]))")),
+        Recording("run:rl_response_length_tokens:min_baseline_trend",
+                  ladder("min by (run) (min_over_time(run:rl_response_length_tokens:avg_baseline[{TW}]))"
+                         + _AFTER_SEAM)),
         # every phase a framework reports: veRL phase="", slime phase="rollout", AReaL's run-wide
         # train_perf/tokens_per_second (rl_throughput_tokens_per_second{phase="train"})
         *_pair("rl_throughput", [("rl_gpu_throughput_tokens_per_second", PRIMARY),

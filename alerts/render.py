@@ -77,6 +77,8 @@ def placeholder_values(cfg: dict, time_scale: float) -> dict:
         out[f"w{i}"] = duration(w)
         out[f"bw{i}"] = duration(w * BASELINE_FACTOR)
         out[f"tw{i}"] = duration(w * TREND_FACTOR)
+        out[f"wbs{i}"] = _num(w * (1 + BASELINE_FACTOR))  # both windows, in seconds
+        out[f"tws{i}"] = _num(w * (TREND_FACTOR + 1 + BASELINE_FACTOR))  # and the trend window
     return out
 
 

@@ -104,7 +104,7 @@ CASES: dict[str, dict] = {
         fire=[s("rl_response_length_tokens", "1000x30 1000+40x60"),
               s("rl_response_truncated_ratio", "0.02x30 0.02+0.005x60"), s("rl_reward", "0.5x90")],
         at="90m",
-        desc='Run r: mean response length is 3320 tokens, over 2x its lowest level of the last tens of '
+        desc='Run r: mean response length is 3260 tokens, over 2x its lowest level of the last tens of '
              'steps, with more than 0.2 of responses truncated and no reward gain.',
         silent=[s("rl_response_length_tokens", "1000x30 1000+40x60"),
                 s("rl_response_truncated_ratio", "0.02x30 0.02+0.005x60"),
@@ -395,6 +395,9 @@ def render_tests() -> str:
             {"expr": "run:rl_task_reward:avg_baseline", "eval_time": "15m", "exp_samples": []},
         ],
     })
+    # restarts: no baseline across a segment start (alerts/segment_cases.py)
+    from .segment_cases import segment_tests
+    tests += segment_tests(rules)
     # Rules are evaluated every 5m (series are sampled every 1m): promtool evaluates every rule of
     # the file at every tick of every test group, and 1m ticks made this file take ~1 min on 2 cores.
     doc = {"rule_files": ["../../exporter/rules/rl-exporter.rules.yaml"], "evaluation_interval": "5m", "tests": tests}

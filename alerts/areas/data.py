@@ -17,11 +17,11 @@ ALERTS: list[Alert] = [
           "mean length is that share of the limit)."),
     Alert("RLResponseLengthRunaway", "warning",
           "run:rl_response_length_tokens:avg_recent\n"
-          "> {length_runaway_factor} * run:rl_response_length_tokens:min_baseline\n"
+          "> {length_runaway_factor} * run:rl_response_length_tokens:min_baseline_trend\n"
           "and on (run)\n" + recent("avg_over_time", "rl_response_truncated_ratio", TRUNC_SEL)
           + " > {length_runaway_truncation}\n"
           "and on (run)\nrun:rl_task_reward:avg_recent\n"
-          "< run:rl_task_reward:max_baseline + {reward_drop_min}",
+          "< run:rl_task_reward:max_baseline_trend + {reward_drop_min}",
           Dur(60), "Responses keep growing into the length limit while the reward does not improve.",
           f"Run {R}: mean response length is {{{{ printf \"%.0f\" $value }}}} tokens, over "
           "[[length_runaway_factor]]x its lowest level of the last tens of steps, with more than "

@@ -17,9 +17,9 @@ ALERTS: list[Alert] = [
     # The same drop, against the best baseline level of the trend window: a decline too slow
     # for the baseline, which drifts down with it.
     Alert("RLRewardDeclining", "warning",
-          "(\n  run:rl_task_reward:max_baseline - run:rl_task_reward:avg_recent\n)\n"
-          "> {reward_decline_ratio} * abs(run:rl_task_reward:max_baseline)\n"
-          "and\n(\n  run:rl_task_reward:max_baseline - run:rl_task_reward:avg_recent\n)\n"
+          "(\n  run:rl_task_reward:max_baseline_trend - run:rl_task_reward:avg_recent\n)\n"
+          "> {reward_decline_ratio} * abs(run:rl_task_reward:max_baseline_trend)\n"
+          "and\n(\n  run:rl_task_reward:max_baseline_trend - run:rl_task_reward:avg_recent\n)\n"
           "> {reward_drop_min}",
           Dur(60), "The task reward has declined steadily, well below the level it held earlier.",
           f"Run {R}: mean task reward is {{{{ printf \"%.3f\" $value }}}} below the best level it "

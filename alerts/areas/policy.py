@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import R, READY, CLIP_SEL, CONFIG_SEL, ladder, over, recent, increase_per_step
+from ..exprs import R, READY, SEAM, CLIP_SEL, CONFIG_SEL, ladder, over, recent, increase_per_step
 from ..model import Alert
 
 ALERTS: list[Alert] = [
@@ -89,7 +89,8 @@ ALERTS: list[Alert] = [
     # configuration bug (a schedule decaying to 0 reaches it only at its last step)
     Alert("RLLearningRateZero", "warning",
           recent("max_over_time", "rl_learning_rate") + " == 0\n"
-          "and on (run)\n" + ladder(over("max_over_time", "rl_learning_rate", baseline=True)) + " > 0",
+          "and on (run)\n" + ladder(over("max_over_time", "rl_learning_rate", baseline=True)) + " > 0\n"
+          f"unless on (run) {SEAM} == 1",
           Dur(60), "The learning rate dropped to exactly 0: the updates change nothing.",
           f"Run {R}: the learning rate is {{{{ $value }}}} on every recent step after a non-zero "
           "baseline (a schedule or configuration bug)."),

@@ -54,6 +54,11 @@ METRICS: list[Metric] = [
     g("rl_training_step_timestamp_seconds", "s",
       "Unix time at which rl_training_step last advanced. time() minus this is the stall age.",
       agg=MAX, group="run"),
+    g("rl_run_segment_start_timestamp_seconds", "s",
+      "Unix time at which the run's current segment began: its step counter went back (a restart "
+      "from a checkpoint, a second run in the same log) or, in `serve`, a start-up banner followed "
+      "training. Absent until the first such seam. Relative alerts wait until their windows begin "
+      "after it.", agg=MAX, group="run"),
     g("rl_epoch", "{epoch}", "Training epoch (may be fractional in HF/TRL).", agg=MAX, group="run"),
     # ---------------------------------------------------------------- validation
     g("rl_validation_score", "1",

@@ -16,7 +16,7 @@ from ..catalog import CATALOG, Catalog
 from .goodput import Goodput
 from .self_metrics import Counts
 from .store import Store
-from .worker import Worker
+from .worker import Worker, fresh
 
 _FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
 
@@ -42,7 +42,8 @@ class Pipeline:
     def __init__(self, run: str, *, catalog: Catalog = CATALOG, framework: str = "auto",
                  info: dict | None = None, queue_size: int = 1024, fallback_limit: int = 500,
                  series_limit: int = 2000, poll_interval: float = 0.02, spool=None,
-                 expert_series: bool = False, counts: Counts | None = None):
+                 expert_series: bool = False, counts: Counts | None = None,
+                 segments: bool = True):
         self.run = run
         self.counts = counts if counts is not None else Counts()
         self.store = Store(run, catalog, series_limit=series_limit, counts=self.counts)
@@ -50,12 +51,13 @@ class Pipeline:
             self.store.set("rl_run_info", 1.0, info)
         self.queue: collections.deque = collections.deque()
         self.queue_size = max(1, int(queue_size))
+        self.banners = 0  # start-up banners the sources read so far (serve)
         self.qlock = threading.Lock()
         self.worker = Worker(store=self.store, catalog=catalog, framework=framework,
                              counts=self.counts, queue=self.queue, qlock=self.qlock,
                              fallback_limit=fallback_limit, poll=poll_interval,
                              frame_seconds=self._frame_seconds, spool=spool,
-                             expert_series=expert_series)
+                             expert_series=expert_series, segments=segments)
         # where the run's wall time goes (rl_goodput_seconds_total), fed by the worker per
         # frame: the hook, the sidecar and backfill account the same frames the same way
         self.goodput = self.worker.goodput = Goodput(self.store)
@@ -69,20 +71,23 @@ class Pipeline:
         self.store.histograms.record(_FRAME_HIST, seconds)
 
     # ------------------------------------------------------------ frames in
-    def log(self, frame: dict, step=None, ts: float | None = None) -> None:
+    def log(self, frame: dict, step=None, ts: float | None = None, banners: int = 0) -> None:
         """A frame from a reader of logs (the sidecar): counted as received, then queued.
-        The hook's log() does the same with its own caller-thread checks first."""
+        `banners`: start-up banners read since the previous frame (one after training begins
+        a new segment). The hook's log() does the same with its own caller-thread checks first."""
         self.counts.received += 1
-        self.enqueue(dict(frame), step, time.time() if ts is None else ts)
+        self.banners += banners
+        self.enqueue(dict(frame), step, time.time() if ts is None else ts, self.banners)
 
-    def enqueue(self, frame: dict, step, ts: float) -> None:
+    def enqueue(self, frame: dict, step, ts: float, starts: int = 0) -> None:
         """Queue a frame the caller owns (already copied and counted as received); the
         oldest frame goes, counted, when the queue is full."""
+        item = (frame, step, ts) if not starts else (frame, step, ts, False, starts)
         with self.qlock:
             if len(self.queue) >= self.queue_size:
                 self.queue.popleft()
                 self.counts.dropped["queue_full"] += 1
-            self.queue.append((frame, step, ts))
+            self.queue.append(item)
 
     def restore(self, frame: dict, step, ts: float) -> None:
         """Re-apply a frame exported before a restart: values, step and the step's timestamp
@@ -125,12 +130,12 @@ class Pipeline:
         # and the frames are counted from a lock-free copy of the queue instead.
         if self.qlock.acquire(timeout=max(0.0, min(0.1, deadline - time.monotonic()))):
             try:
-                left = sum(len(x) == 3 for x in self.queue)  # restored frames aside
+                left = sum(fresh(x) for x in self.queue)  # restored frames aside
                 self.queue.clear()
             finally:
                 self.qlock.release()
         else:
-            left = sum(len(x) == 3 for x in tuple(self.queue))
+            left = sum(fresh(x) for x in tuple(self.queue))
         if left:
             self.counts.drop("close_timeout", left)
         lost = self.counts.dropped.get("close_timeout", 0)

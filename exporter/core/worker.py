@@ -14,6 +14,7 @@ import time
 
 from ..catalog import COUNTER, STATE
 from ..catalog.model import WMEAN
+from ..postmortem.segments import Segmenter, kind
 from .coerce import Coercer
 from .self_metrics import Counts
 from .store import Store
@@ -29,6 +30,7 @@ KEY_CACHE_LIMIT = 100_000  # resolved keys kept; past it, unknown keys are resol
 # (reason key_budget) and their keys tried again later.
 NEW_KEY_BURST = 20_000
 NEW_KEY_RATE = 1_000.0
+SEGMENT_START = "rl_run_segment_start_timestamp_seconds"
 
 
 class _Slot:
@@ -87,6 +89,11 @@ class _Drop(_Slot):
 _STEP = _Step()
 
 
+def fresh(item) -> bool:
+    """A queued frame that was not exported before a restart (restore() queues those)."""
+    return len(item) == 3 or not item[3]
+
+
 def _is_zero(w) -> bool:
     return (w.__class__ is int or w.__class__ is float) and w == 0
 _IGNORED = _Drop("ignored")
@@ -101,7 +108,7 @@ class Worker:
     def __init__(self, *, store: Store, catalog, framework: str, counts: Counts,
                  queue: collections.deque, qlock: threading.Lock, fallback_limit: int,
                  poll: float, frame_seconds, spool=None,
-                 expert_series: bool = False):
+                 expert_series: bool = False, segments: bool = True):
         self.store, self.catalog, self.framework = store, catalog, framework
         self.counts = counts
         self.queue, self.qlock = queue, qlock
@@ -111,6 +118,9 @@ class Worker:
         self.spool = spool                 # spool.SpoolWriter or None
         self.expert_series = expert_series  # per-expert MoE series are opt-in
         self.coerce = Coercer(counts)
+        # Where a restart or a second run in the same log begins (the step counter going back,
+        # a start-up banner after training): doctor's segmenter, current segment only.
+        self.segmenter = Segmenter(store.run, keep=1) if segments else None
         self.slots: dict = {}
         # Weighted means measured over nothing are "no data", not 0 (a log-prob gap over 0
         # tokens): raw weight key -> the value keys it weights, and value key -> weight key.
@@ -138,10 +148,10 @@ class Worker:
                 self.queue.clear()
                 self.busy = bool(batch)
             if batch:
-                for i, item in enumerate(batch):  # (frame, step, ts[, restored])
+                for i, item in enumerate(batch):  # (frame, step, ts[, restored, starts])
                     end = self.coerce.deadline  # set by close()
                     if end is not None and time.monotonic() > end:
-                        counts.drop("close_timeout", sum(len(x) == 3 for x in batch[i:]))
+                        counts.drop("close_timeout", sum(fresh(x) for x in batch[i:]))
                         break
                     t0 = time.perf_counter()
                     try:
@@ -164,7 +174,9 @@ class Worker:
                         continue  # drain what arrived before close()
                 return
 
-    def process(self, frame: dict, step, ts: float, restored: bool = False) -> None:
+    def process(self, frame: dict, step, ts: float, restored: bool = False,
+                starts: int = 0) -> None:
+        """`starts`: start-up banners its reader had seen when this frame was read (serve)."""
         if self.weights:
             zero = [keys for wk, keys in self.weights.items() if _is_zero(frame.get(wk))]
             if zero:
@@ -219,7 +231,7 @@ class Worker:
             self.counts.rejected["key_budget"] += over
         if step is None:
             step = frame_step
-        self._advance(step, ts)
+        self._advance(step, ts, frame, starts)
         gp = self.goodput
         if restored:  # exported and counted before a restart: values back, counts unchanged
             if gp is not None:
@@ -235,21 +247,31 @@ class Worker:
             except Exception as e:  # goodput is ours: counted, the frame stands
                 self.counts.error("goodput", e)
 
-    def _advance(self, step, ts: float) -> None:
-        if step is None:
-            step = 0 if self.last_step is None else self.last_step + 1  # count frames
-        else:
+    def _advance(self, step, ts: float, frame=None, starts: int = 0) -> None:
+        bad = False
+        if step is not None:
             raw = step
             step = self.coerce.number(None, step, count=False)
             if step is None or step != step or step in (float("inf"), float("-inf")):
                 # the frame's values are kept; only its step is not (counted, said once)
                 self.counts.reject("bad_step", f"step {raw!r} is not a finite number; the "
                                    "frame is exported, the step counter is left as it was")
-                return
+                step, bad = None, True
+        seg = self.segmenter
+        if seg is not None and frame is not None and seg.see(step, starts, kind(frame)):
+            self.store.set(SEGMENT_START, ts)
+            log.info("rl-exporter: run %s: a new segment begins (%s)", self.store.run,
+                     seg.current.why)
+        if bad:
+            return
+        if step is None:
+            step = 0 if self.last_step is None else self.last_step + 1  # count frames
         if step != self.last_step:
             self.last_step = step
             self.store.set("rl_training_step", step)
             self.store.set("rl_training_step_timestamp_seconds", ts)
+        if seg is not None:
+            seg.current.account(step)
 
     def _special(self, slot, key, v):
         cls = slot.__class__

@@ -16,9 +16,10 @@ from .openmetrics import series_text, value_text
 class Replay:
     def __init__(self, run: str, framework: str, *, algorithm: str | None = None,
                  model: str | None = None):
-        # exactly what Sidecar.pipeline_for builds; frames are processed on this thread
+        # what Sidecar.pipeline_for builds; frames are processed on this thread. Backfill
+        # cuts the log into segments itself (one run label each), so no replay sees a seam.
         self.pipeline = Pipeline(run, framework=framework, queue_size=4096,
-                                 info=run_info(framework, algorithm, model))
+                                 info=run_info(framework, algorithm, model), segments=False)
         self.collector = StoreCollector(self.pipeline.store, extra=self.pipeline.self_metrics)
         self.framework = framework
         self._prefix: dict = {}

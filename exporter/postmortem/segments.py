@@ -11,6 +11,11 @@ resumed start (`resumed_from`).
 Each segment is backfilled under its own run label (`<run>`, then `<run>#2`, `<run>#3`, ...),
 so no baseline or window of the alert rules spans the seam: a restart is never read as a
 reward collapse. Doctor maps the labels back to segment numbers.
+
+Live, the pipeline's worker (exporter/core/worker.py) runs the same Segmenter over the frames
+of `serve` and the hook, keeping only the current segment, and exports the time a segment
+after the first began (rl_run_segment_start_timestamp_seconds): the step-window rules do not
+gate a relative alert on windows that reach back over it.
 """
 from __future__ import annotations
 
@@ -73,6 +78,8 @@ class Segment:
 class Segmenter:
     run: str
     segments: list = field(default_factory=list)
+    keep: int | None = None  # segments kept (live: 1, the current one); None: all
+    count: int = 0           # segments begun
     _starts: int = 0         # banners seen when the current segment began
 
     @property
@@ -96,19 +103,22 @@ class Segmenter:
         elif step is not None and last is not None and _num(step) < _num(last):
             why = f"the step counter went back from {last} to {step}"
         if why is not None:
-            seg = Segment(len(self.segments) + 1, label(self.run, len(self.segments) + 1), why)
+            self.count += 1
+            seg = Segment(self.count, label(self.run, self.count), why)
             self.segments.append(seg)
+            if self.keep is not None and len(self.segments) > self.keep:
+                del self.segments[:-self.keep]  # in place: backfill holds this list
             self._starts = starts
         seg.frames += 1
         if step is not None:
             seg.last_by_kind[kind] = step
-        return why is not None and len(self.segments) > 1
+        return why is not None and self.count > 1
 
 
 def kind(data: dict) -> str:
     """A frame's record kind: the family of its first key (`rollout`, `train`, `perf`, ...)."""
-    for k in data:
-        return k.split("/", 1)[0] if "/" in k else ""
+    for k in data:  # a hook's frame may have a key that is no string: no family
+        return k.split("/", 1)[0] if isinstance(k, str) and "/" in k else ""
     return ""
 
 

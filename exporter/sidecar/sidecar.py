@@ -208,6 +208,10 @@ class Source:
             self.rejected["run_conflict"] += len(frames)
             return
         sc = self.sidecar
+        # start-up banners read with these lines (logs/read.py): one after training is a restart
+        banners = 0
+        if isinstance(t, FileTrack) and t.reader is not None:
+            banners, t.banners = t.reader.starts - t.banners, t.reader.starts
         for fr in frames:
             if sc.spool_out is not None:
                 extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
@@ -215,7 +219,8 @@ class Source:
                     # the file these lines came from, not the one the follower is on now
                     extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
                 sc.write_spool(self, fr, extra)
-            p.log(fr.data, step=fr.step)
+            p.log(fr.data, step=fr.step, banners=banners)
+            banners = 0
             self.frames += 1
             sc.backpressure(p)
         self.last_frame_ts = now = time.time()

@@ -32,6 +32,7 @@ class FileTrack:
         self.format = fmt if fmt != "auto" else saved.get("format", "auto")
         # the one lines -> frames loop (logs/read.py), once the file's format is known
         self.reader = Reader(self.format, where=False) if self.format != "auto" else None
+        self.banners = 0  # the reader's start-up banners already passed on with frames
         self.resume = self.follower.saved["offset"] if self.follower.saved else 0
         # generation and inode of the file the lines being applied come from (the
         # follower may already be on a newer file): the spool's tags, see Source._apply

@@ -79,9 +79,10 @@ def test_alert_metrics_are_derived_through_recording_rules():
     a = rules.alert("RLRewardCollapse")
     # the alert names only recording rules; what it reads comes from their expressions
     assert "rl_score" not in a.expr and {"rl_score", "rl_reward", "rl_training_step"} <= set(a.metrics)
+    # its NVML baseline is gated on the step-window evidence, which no segment start crosses
     assert rules.alert("RLGPUMemoryNearFull").metrics == (
         "hw_gpu_memory_limit_bytes", "hw_gpu_memory_usage_bytes", "rl_gpu_memory_peak_bytes",
-        "rl_training_step")
+        "rl_run_segment_start_timestamp_seconds", "rl_training_step")
 
 
 def test_every_critical_states_why():
@@ -95,16 +96,21 @@ def test_step_window_ladder_scales_and_gates():
     assert "changes(rl_training_step[2m30s])" in rec["run:rl_training_step:changes_w1"]
     ready = rec["run:rl_step_window:baseline_steps"]
     assert ">= 20" in ready and "max by (run) (rl_training_step) >= 20" in ready
-    # every relative baseline exists only with enough baseline steps and past warm-up: gated
-    # itself, or read only from baselines that are (the trend window's best and lowest levels)
+    # ... and not across a segment start: both windows of the tier (2m30s + 10m) after it
+    assert ready.rstrip().endswith("unless on (run) run:rl_step_window:crosses_segment_start == 1")
+    seam = rec["run:rl_step_window:crosses_segment_start"]
+    assert "(rl_run_segment_start_timestamp_seconds) < bool 750)" in seam
+    # every relative baseline exists only with enough baseline steps and past warm-up
     gated = {n for n, e in rec.items()
              if n.endswith("_baseline") and e.rstrip().endswith("and on (run) run:rl_step_window:baseline_steps")}
-    for name, expr in rec.items():
-        if name.endswith("_baseline") and name not in gated:
-            read = {r for r in recordings.recording_names(expr) if ":changes_w" not in r}
-            assert read and read <= gated, name
-    # the trend window is TREND_FACTOR recent windows, scaled like them
-    assert "run:rl_task_reward:avg_baseline[25m]" in rec["run:rl_task_reward:max_baseline"]
+    assert gated == {n for n in rec if n.endswith("_baseline")}
+    # the trend window's best and lowest levels read only such baselines, over TREND_FACTOR
+    # recent windows scaled like them, and never across a segment start
+    for name in ("run:rl_task_reward:max_baseline_trend", "run:rl_response_length_tokens:min_baseline_trend"):
+        read = {r for r in recordings.recording_names(rec[name]) if ":changes_w" not in r}
+        assert read and read <= gated, name
+        assert "(rl_run_segment_start_timestamp_seconds) < 2250)" in rec[name]  # (10 + 1 + 4) x 150 s
+    assert "run:rl_task_reward:avg_baseline[25m]" in rec["run:rl_task_reward:max_baseline_trend"]
 
 
 def test_cadence_matrix_covers_every_paging_and_ticket_alert():

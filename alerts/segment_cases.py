@@ -1,0 +1,85 @@
+"""promtool cases for runs with a restart in them (merged into alerts/tests/rl-exporter.test.yaml
+by alerts/testcases.py): the exporter exports rl_run_segment_start_timestamp_seconds where the
+step counter went back (exporter/core/worker.py), and no baseline counts across it.
+
+A run on 2-minute steps whose reward climbs 0.2 -> 0.8 over 60 steps restarts at step 1 at
+t = 120m (a second run in the same log: reward 0.2 again, climbing at half the pace): read as one
+series, the new segment's early values against the old one's late ones are a reward collapse
+from about 20 steps after the restart (past warm-up) for 15 minutes. With the segment start,
+every relative rule waits until its recent and baseline windows begin after the restart (tier 2
+here: 20m + 80m); a real collapse later in the new segment still fires.
+"""
+from __future__ import annotations
+
+from .testcases import RUN, s
+
+RESTART_AT = 120                    # minutes: step 60 of the first segment was logged at 118m
+CLIMB = "0.2+0.01x59"               # 60 two-minute steps from 0.2 to 0.79
+AGAIN = "0.2+0.005x99"              # the next run: 0.2 again, climbing at half the pace
+STEPS = "1+1x59"
+SEGMENT_START = s("rl_run_segment_start_timestamp_seconds", f"_x60 {RESTART_AT * 60}x99")
+# the restart as the exporter exports it, and alone: the next run climbs as the first one did
+RESTART = [s("rl_training_step", f"{STEPS} 1+1x99"), s("rl_reward", f"{CLIMB} {AGAIN}")]
+# ... and a next run that climbs to 0.545 and collapses to 0.2 at its step 71 (t = 260m)
+COLLAPSE = [RESTART[0], s("rl_reward", f"{CLIMB} 0.2+0.005x69 0.2x29"), SEGMENT_START]
+QUIET_FROM, QUIET_TO = 100, 240     # evaluated every 5m over the restart and the 60 steps after it
+
+
+def _quiet() -> list[dict]:
+    return [{"eval_time": f"{t}m", "alertname": "RLRewardCollapse", "exp_alerts": []}
+            for t in range(QUIET_FROM, QUIET_TO + 1, 5)]
+
+
+def _fired(rule: dict, drop: float) -> dict:
+    return {"exp_labels": {"severity": "warning", "run": "r"},
+            "exp_annotations": {
+                "summary": rule["annotations"]["summary"],
+                "description": f"Run r: mean task reward fell by {drop:.3f} below its baseline "
+                               "over the preceding steps.",
+                "runbook_url": rule["annotations"]["runbook_url"]}}
+
+
+def segment_tests(rules: dict) -> list[dict]:
+    """The test groups; `rules`: alert name -> its rendered rule (for the annotations)."""
+    r = rules["RLRewardCollapse"]
+    return [
+        # the same series from an exporter that exports no segment start: the seam reads as a
+        # collapse, so the quiet case above is quiet because of the gate
+        {"name": "without the segment start, the same restart reads as a reward collapse",
+         "interval": "2m", "input_series": RESTART,
+         "alert_rule_test": [{"eval_time": "175m", "alertname": "RLRewardCollapse",
+                              "exp_alerts": [_fired(r, 0.173)]}]},
+        {"name": "a real reward collapse after a restart still fires",
+         "interval": "2m", "input_series": COLLAPSE,
+         "alert_rule_test": [
+             *({"eval_time": f"{t}m", "alertname": "RLRewardCollapse", "exp_alerts": []}
+               for t in (225, 255)),  # the gate is open, the reward still healthy
+             {"eval_time": "280m", "alertname": "RLRewardCollapse",
+              "exp_alerts": [_fired(r, 0.241)]}]},
+        # one group for both (promtool evaluates every rule of the file at every tick of a group)
+        {"name": "a restart at step 1 is no reward collapse: the segment start holds the evidence "
+                 "gate until both windows begin after it",
+         "interval": "2m", "input_series": RESTART + [SEGMENT_START],
+         "alert_rule_test": _quiet(),
+         "promql_expr_test": [
+             # before the restart: no seam, the gate as ever
+             {"expr": "run:rl_step_window:crosses_segment_start", "eval_time": "110m",
+              "exp_samples": []},
+             {"expr": "run:rl_step_window:baseline_steps", "eval_time": "110m",
+              "exp_samples": [{"labels": f"run:rl_step_window:baseline_steps{{{RUN}}}",
+                               "value": 40}]},
+             # 60 steps after the restart the tier-2 windows (20m + 80m) still reach back over it
+             {"expr": "run:rl_step_window:crosses_segment_start", "eval_time": "215m",
+              "exp_samples": [{"labels": f"run:rl_step_window:crosses_segment_start{{{RUN}}}",
+                               "value": 1}]},
+             {"expr": "run:rl_step_window:baseline_steps", "eval_time": "215m",
+              "exp_samples": []},
+             # 100m after it both begin after it: the gate opens on the new segment's steps
+             {"expr": "run:rl_step_window:crosses_segment_start", "eval_time": "225m",
+              "exp_samples": [{"labels": f"run:rl_step_window:crosses_segment_start{{{RUN}}}",
+                               "value": 0}]},
+             {"expr": "run:rl_step_window:baseline_steps", "eval_time": "225m",
+              "exp_samples": [{"labels": f"run:rl_step_window:baseline_steps{{{RUN}}}",
+                               "value": 39}]},
+         ]},
+    ]
