@@ -53,6 +53,12 @@ HEALTHY_STEPS = 200
 ONSET = 60                     # first pathological step: past warm-up, baseline filled
 CHECKPOINT_EVERY = 40          # a checkpoint pause every 40 steps ...
 CHECKPOINT_PAUSE = (3, 300)    # ... of max(3 steps, 300 s)
+# One ordinary restart: the trainer dies after step 125 and resumes from the checkpoint at step
+# 120 (down for a checkpoint pause's time), redoes 121-125 and moves on. A restart is the step
+# going back, and a new process: the exporter's counters start again.
+HEALTHY_RESTART = (125, 120)
+CRASH_EVERY = 4                # a crash loop (RLRestartWithoutProgress): dies every 4 steps
+FRAMES = "rl_exporter_frames_received_total"
 SAMPLES_PER_STEP = {"30s": 1, "2m": 2, "10m": 2}   # a 30 s, 1 min, 5 min scrape
 GIB = 2.0 ** 30
 LIMIT = 80 * GIB
@@ -215,7 +221,12 @@ class Pathology:
     budget: dict[str, int]
     stop: bool = False        # the trainer stops stepping (the exporter stays up)
     down: bool = False        # the exporter's target goes down
+    loop: bool = False        # the logged step loops (budget in step-times, as stop/down)
     note: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return self.stop or self.down or self.loop
 
 
 def _set(**kw):
@@ -303,6 +314,14 @@ PATHOLOGIES: dict[str, Pathology] = {
                               note="step-times after the last step"),
     "RLExporterDown": Pathology(None, {"30s": 15, "2m": 6, "10m": 4}, down=True,
                                 note="step-times after the target went down"),
+    # the demo's crash-loop: from the onset every process resumes at the checkpoint before it.
+    # A step window must hold 3 restarts and no new highest step for the whole `for:`; a window
+    # holding about 3 (5 min at 30 s steps, 20 min at 2 min) flips between 2 and 3, so the next,
+    # 4x longer one decides: its length past the first loop, then 10 min.
+    "RLRestartWithoutProgress": Pathology(
+        _set(rl_training_step=lambda v, i, r: ONSET + i % CRASH_EVERY), {"30s": 80, "2m": 64, "10m": 48},
+        loop=True, note="step-times since the loop began (a crash every 4 steps; the window that "
+                        "holds 3 restarts for good, then for 10 min)"),
     "RLNonFiniteLoss": Pathology(_nan_loss, {"30s": 17, "2m": 7, "10m": 13}),
     "RLOptimizerNonFiniteSkips": Pathology(_nan_loss, {"30s": 10, "2m": 8, "10m": 8}),
     "RLNonFiniteGradSkipped": Pathology(
@@ -520,7 +539,7 @@ class Run:
         for k in range(1, self.steps + 1):
             d = self.step_s * random.Random(self.seed * 7919 + k).uniform(0.9, 1.1)
             work.append(d)
-            if k % CHECKPOINT_EVERY == 0:
+            if k % CHECKPOINT_EVERY == 0 or k == HEALTHY_RESTART[0] + 1:  # a save, a restart
                 d += max(CHECKPOINT_PAUSE[0] * self.step_s, CHECKPOINT_PAUSE[1])
             t += d
             ends.append(t)
@@ -535,9 +554,17 @@ class Run:
             rng = random.Random(self.seed * 104729 + k)
             v = healthy(k, rng, self.span, self.step_s)
             v["rl_step_duration_seconds"] = durations[k - 1]
+            crashed, resumed = HEALTHY_RESTART
+            if k > crashed:
+                v["rl_training_step"] = k - (crashed - resumed)
             if pat and pat.edit and k >= ONSET:
                 pat.edit(v, k - ONSET, random.Random(self.seed * 15485863 + k))
             values.append(v)
+        started = 1  # the step the exporter's process started at: a step going back is a new one
+        for k, v in enumerate(values, 1):
+            if k > 1 and v["rl_training_step"] < values[k - 2]["rl_training_step"]:
+                started = k
+            v[FRAMES] = k - started + 1
         timeline = _timeline(values, ends, work, last)
         per_scrape = sorted({key for v in values for key in v if key.startswith("%")})
         values = values[:last]
@@ -625,7 +652,7 @@ def alert_names(severities=("critical", "warning")) -> list[str]:
 
 def _measure_expr(alert: str, run: Run, pat: Pathology, end: str, res: str) -> str:
     fired = f'max by (run) (ALERTS{{alertname="{alert}", alertstate="firing", run="{alert}"}})'
-    if pat.stop or pat.down:
+    if pat.timed:
         t0 = run.ends[ONSET - 2]
         return f"ceil((min_over_time(timestamp({fired})[{end}:{res}]) - {t0:g}) / {run.step_s})"
     return (f'min_over_time((max by (run) (rl_training_step{{run="{alert}"}}) and on (run) {fired})'
@@ -697,11 +724,7 @@ def run_long(steps: int, promtool: str = "promtool") -> int:
     bad = 0
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "rules").mkdir()
-            (Path(tmp) / "tests").mkdir()
-            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
-                shipped.RULES_FILE.read_text())
-            f = Path(tmp) / "tests" / "long.yaml"
+            f = _scratch(Path(tmp)) / "long.yaml"
             f.write_text(render_long_healthy(cadence, steps))
             t0 = time.monotonic()
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
@@ -710,6 +733,15 @@ def run_long(steps: int, promtool: str = "promtool") -> int:
                   f"({time.monotonic() - t0:.0f} s)")
             bad += p.returncode != 0
     return 1 if bad else 0
+
+
+def _scratch(tmp: Path) -> Path:
+    """A copy of the repository's layout under tmp (the test files name the rule file as
+    ../../exporter/rules/rl-exporter.rules.yaml from alerts/tests/): the tests' directory."""
+    (tmp / "exporter" / "rules").mkdir(parents=True)
+    (tmp / "exporter" / "rules" / "rl-exporter.rules.yaml").write_text(shipped.RULES_FILE.read_text())
+    (tmp / "alerts" / "tests").mkdir(parents=True)
+    return tmp / "alerts" / "tests"
 
 
 def cadence_file(cadence: str) -> Path:
@@ -723,16 +755,12 @@ def measure(promtool: str = "promtool") -> dict:
     out: dict = {}
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            # the layout the files' rule_files path expects: alerts/tests/ -> exporter/rules/
-            d = Path(tmp) / "alerts" / "tests"
-            d.mkdir(parents=True)
-            (Path(tmp) / "exporter" / "rules").mkdir(parents=True)
-            (Path(tmp) / "exporter" / "rules" / "rl-exporter.rules.yaml").write_text(
-                shipped.RULES_FILE.read_text())
-            f = d / f"cadence-{cadence}.test.yaml"
+            f = _scratch(Path(tmp)) / f"cadence-{cadence}.test.yaml"
             f.write_text(render_cadence(cadence, {cadence: {n: -1 for n in alert_names()}}))
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
             text = p.stdout + p.stderr
+            if "no file match pattern" in text:  # every alert would read as "never fired"
+                raise RuntimeError(f"promtool found no rule file for {f}:\n{text[:500]}")
         res = {}
         for m in re.finditer(r'exp: \{run="(\w+)"\} \S+\s+got: (nil|\{run="\w+"\} (\S+))', text):
             res[m.group(1)] = None if m.group(2) == "nil" else int(round(float(m.group(3))))
@@ -769,7 +797,7 @@ def table() -> str:
     sev = {a.name: a.severity for a in ALERTS}
     for name in alert_names():
         pat = PATHOLOGIES.get(name)
-        unit = " step-times" if pat and (pat.stop or pat.down) else ""
+        unit = " step-times" if pat and pat.timed else ""
         cells = [f"{got.get(c, {}).get(name, '?')} ({pat.budget[c] if pat else '?'}){unit}" for c in CADENCES]
         rows.append(f"| {name} | {sev[name]} | " + " | ".join(cells) + " |")
     notes = [f"- {name}: {PATHOLOGIES[name].note}" for name in alert_names()

@@ -241,3 +241,25 @@ CONFIG.update({
     # window, like the GPU alerts' gpu_window.
     "engine_window": Dur(600),
 })
+
+
+# ================================================================== goodput and restarts
+# Goodput (rl_goodput_seconds_total{bucket}, docs/goodput.md) and the crash loop. Restart
+# numbers follow NVIDIA's Resiliency Extension (the fault-tolerance launcher's progress
+# tracker stops a job whose restarts never advance the checkpoint; Megatron Bridge's
+# FaultTolerancePlugin allows 3 in-job restarts by default).
+CONFIG.update({
+    # Goodput ratio and per-bucket shares per run and per fleet: one hour, the window of the
+    # ratio the overview's stat shows. (The recording names say 1h: the default.)
+    "goodput_window": Dur(3600),
+    # GPU-hours by bucket per run for the fleet table: the last day.
+    "goodput_fleet_window": Dur(86400),
+    # A crash loop: this many restarts (the run's step went back, or its exporter's counters
+    # reset) within a step window (the ladder's tiers, so a loop of 30 s steps and one of
+    # 10 min steps are both seen) ... the launcher's default budget of in-job restarts: past
+    # it an ordinary restart policy gives up, and a looping one does not.
+    "restart_loop_count": 3,
+    # ... while the highest step of the window got past the highest before it by fewer than
+    # this many steps (the launcher's --ft-min-progress-iterations defaults to 1).
+    "restart_min_progress_steps": 1,
+})

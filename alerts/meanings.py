@@ -22,6 +22,14 @@ MEANING: dict[str, str] = {
                     "exporter keeps serving does not page. Held {for}.",
     "RLExporterDown": "Prometheus failed every scrape of an rl-exporter target (`up == 0`) {for}. "
                       "The `run` label is the one the target last reported.",
+    "RLRestartWithoutProgress": "the run restarted [[restart_loop_count]] or more times within one of the "
+                                "step windows ([[step_window_1]], [[step_window_2]], [[step_window_3]], "
+                                "[[step_window_4]]) while the highest `rl_training_step` of that window "
+                                "got fewer than [[restart_min_progress_steps]] steps past the highest of "
+                                "the [[step_window_4]] before it. A restart is the step going back (a resume "
+                                "from an older checkpoint) or the exporter's counters resetting "
+                                "(`rl_exporter_frames_received_total`: a new process). Held {for}. One "
+                                "restart that resumes and moves on never fires.",
     "RLNonFiniteLoss": "the loss, policy loss or value loss was NaN or infinite on every sample of the "
                        "shortest step window holding at least [[nonfinite_persist_steps]] steps. A lone "
                        "non-finite step, or a non-finite gradient norm the trainer skipped, does not "

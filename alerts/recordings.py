@@ -155,8 +155,53 @@ RECORDINGS += [
 ]
 
 
+# ------------------------------------------------------------------ goodput (docs/goodput.md)
+# Where the run's wall time went, from rl_goodput_seconds_total{bucket}. increase() handles the
+# counter resets of a restarted process. Every rank's exporter keeps its own ledger of the same
+# wall time, so a run's seconds per bucket are the largest rank's, not the sum over ranks.
+# Like the fleet rules above, each reads scraped series only. An interval is accounted when
+# its next step arrives, so a run with no accounted time in the window (stalled, or not
+# started) has no ratio rather than 0/0.
+_GOODPUT = "rl_goodput_seconds_total"
 
 
+def _gp(sel: str = "", window: str = "{goodput_window}") -> str:
+    return f"max by (run, bucket) (increase({_GOODPUT}{sel}[{window}]))"
+
+
+_GP_TOTAL = "sum by (run) (" + _gp() + ")"
+# a run whose window holds no step time at all (a crash loop redoes steps: all restart) is 0
+_GP_STEP = "(sum by (run) (" + _gp('{{bucket="step"}}') + f") or on (run) 0 * {_GP_TOTAL})"
+
+
+def _gpus(window: str = "") -> str:
+    """GPUs per run (run:hw_gpus:count's expression; with a window, the GPUs it saw in it, so a
+    run that ended still weighs its GPUs); a run without GPU samples counts as one GPU."""
+    def sel(metric):
+        return f"last_over_time({metric}[{window}])" if window else metric
+    return (f"(count by (run) ({sel('hw_gpu_memory_limit_bytes')})"
+            f" or on (run) (0 * max by (run) ({sel(_GOODPUT)}) + 1))")
+
+
+def _gpu_weighted(seconds: str) -> str:
+    return f"sum({seconds} * on (run) group_left () {_gpus()})"
+
+
+RECORDINGS += [
+    Recording("run_bucket:rl_goodput_seconds:increase_1h", _gp()),
+    # the productive share of the accounted time (bucket="step" over all buckets) ...
+    Recording("run:rl_goodput:ratio_1h", f"{_GP_STEP}\n/ on (run) ({_GP_TOTAL} > 0)"),
+    # ... and every bucket's
+    Recording("run_bucket:rl_goodput:share_1h",
+              f"{_gp()}\n/ on (run) group_left () ({_GP_TOTAL} > 0)"),
+    # fleet: productive GPU-seconds over accounted GPU-seconds (a 64-GPU run weighs 64 times
+    # a 1-GPU one)
+    Recording(":rl_goodput:ratio_1h",
+              f"{_gpu_weighted(_GP_STEP)}\n/\n({_gpu_weighted(_GP_TOTAL)} > 0)"),
+    # the fleet table: GPU-hours per run and bucket over the last day
+    Recording("run_bucket:rl_goodput_gpu_hours:increase_1d",
+              f"{_gp(window='{goodput_fleet_window}')}\n* on (run) group_left () {_gpus('{goodput_fleet_window}')} / 3600"),
+]
 
 
 def metric_names(expr: str) -> set[str]:

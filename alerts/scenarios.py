@@ -72,9 +72,9 @@ ENGINE_EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 # Hang forensics and restarts (exporter/demo/scenarios.py): stuck for good inside update_actor
-# (the phase medians are the demo's side series); crash-loop steps look healthy (no alert yet
-# for restarts without progress: its goodput restart bucket is the signal).
+# (the phase medians are the demo's side series); crash-loop steps look healthy, but every
+# process resumes from the same checkpoint and dies again (its goodput restart bucket grows).
 EXPECTED.update({
     "hang": {"RLPhaseHung": (), "RLRunStalled": ()},  # the open phase is a real timer()
-    "crash-loop": {},
+    "crash-loop": {"RLRestartWithoutProgress": ()},
 })

@@ -37,6 +37,18 @@ CASES: dict[str, dict] = {
         silent=[{"series": 'up{job="rl-exporter", instance="h:9464"}', "values": "1x30"},
                 {"series": 'rl_run_info{job="rl-exporter", instance="h:9464", run="r"}', "values": "1x30"}],
         silent_at="25m"),
+    # a crash loop from minute 60: every process resumes from the checkpoint at step 60, gets to
+    # step 64 and dies. At 100m the 20-minute window holds 5 step decreases (84, 88, ..., 100m)
+    # and its highest step (64) is no higher than the one before it.
+    "RLRestartWithoutProgress": dict(
+        fire=[s("rl_training_step", "1+1x59 " + " ".join(["61 62 63 64"] * 12))], at="100m",
+        desc="Run r restarted 5 times within a recent step window and its step never got past the "
+             "highest it had reached before: each restart redoes the same steps.",
+        # a flaky node: a restart every 15 minutes, each resuming 5 steps back and moving on (the
+        # exporter's counters reset too); 7 restarts, and every window's step is past the last
+        silent=[s("rl_training_step", " ".join(str(m + 1 - 5 * (m // 15)) for m in range(121))),
+                s("rl_exporter_frames_received_total", " ".join(str(10 * (m % 15)) for m in range(121)))],
+        silent_at="120m"),
     "RLNonFiniteLoss": dict(
         fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15")],
         at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
@@ -398,6 +410,37 @@ def render_tests() -> str:
     # restarts: no baseline across a segment start (alerts/segment_cases.py)
     from .segment_cases import segment_tests
     tests += segment_tests(rules)
+    # goodput: run r (8 GPUs) spends 45 s of each minute stepping and 15 s redoing steps, and its
+    # process restarts at 31m (the counters start again from 0); run q (no GPU series: weight 1)
+    # spends all of its 59 s a minute redoing steps. Read at 61m, the rules are those of the 60m
+    # evaluation (every 5m): the windows hold the samples of 0m-60m, r's step 1350 + 1305 = 2655 s
+    # and restart 450 + 435 = 885 s (increase() adds back what the reset dropped; a counter that
+    # starts at 0 is not extrapolated), q's restart 59 x 60 s.
+    tests.append({
+        "name": "recording rules: goodput ratio, bucket shares, fleet ratio by GPUs, GPU-hours",
+        "interval": "1m",
+        "input_series": [s("rl_goodput_seconds_total", "0+45x30 0+45x30", bucket="step"),
+                         s("rl_goodput_seconds_total", "0+15x30 0+15x30", bucket="restart"),
+                         {"series": 'rl_goodput_seconds_total{run="q", bucket="restart"}', "values": "0+59x61"}]
+        + [s("hw_gpu_memory_limit_bytes", "80e9x61", gpu=str(g)) for g in range(8)],
+        "promql_expr_test": [
+            {"expr": "run:rl_goodput:ratio_1h", "eval_time": "61m",
+             "exp_samples": [{"labels": 'run:rl_goodput:ratio_1h{run="r"}', "value": 0.75},
+                             {"labels": 'run:rl_goodput:ratio_1h{run="q"}', "value": 0}]},
+            {"expr": 'run_bucket:rl_goodput:share_1h{run="r"}', "eval_time": "61m",
+             "exp_samples": [{"labels": 'run_bucket:rl_goodput:share_1h{run="r", bucket="step"}', "value": 0.75},
+                             {"labels": 'run_bucket:rl_goodput:share_1h{run="r", bucket="restart"}',
+                              "value": 0.25}]},
+            # productive GPU-seconds over accounted GPU-seconds: 8 x 2655 / (8 x 3540 + 1 x 3540)
+            {"expr": ":rl_goodput:ratio_1h", "eval_time": "61m",
+             "exp_samples": [{"labels": ":rl_goodput:ratio_1h", "value": 8 * 2655 / (8 * 3540 + 3540)}]},
+            {"expr": 'run_bucket:rl_goodput_gpu_hours:increase_1d{run="r"}', "eval_time": "61m",
+             "exp_samples": [{"labels": 'run_bucket:rl_goodput_gpu_hours:increase_1d{run="r", bucket="step"}',
+                              "value": 2655 * 8 / 3600},
+                             {"labels": 'run_bucket:rl_goodput_gpu_hours:increase_1d{run="r", bucket="restart"}',
+                              "value": 885 * 8 / 3600}]},
+        ],
+    })
     # Rules are evaluated every 5m (series are sampled every 1m): promtool evaluates every rule of
     # the file at every tick of every test group, and 1m ticks made this file take ~1 min on 2 cores.
     doc = {"rule_files": ["../../exporter/rules/rl-exporter.rules.yaml"], "evaluation_interval": "5m", "tests": tests}

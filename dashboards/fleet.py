@@ -203,6 +203,26 @@ ROWS = [
              qi(f"sort_desc(run:rl_gpu_throughput_tokens_per_second:max{{{R}}})"), unit="short",
              min=0, width=12, height=10, overrides=series_links()),
     ]),
+    Row("Where the GPU time went", [
+        stat("Fleet goodput (last day)",
+             "Productive GPU-hours over accounted GPU-hours of the selected runs in the last day "
+             "(the table's step column over all its columns: a run weighs its GPUs). The rule "
+             ":rl_goodput:ratio_1h records the same for the whole fleet over the last hour.",
+             "close to 1; the table beside says which run and bucket took the rest.",
+             qi(f'sum(run_bucket:rl_goodput_gpu_hours:increase_1d{{bucket="step", {R}}})'
+                f" / sum(run_bucket:rl_goodput_gpu_hours:increase_1d{{{R}}})", "goodput"), unit="percentunit", min=0, max=1, decimals=1,
+             thresholds=[(None, "red"), (0.5, "orange"), (0.8, "green")], width=4, height=10),
+        table("GPU-hours by bucket per run",
+              "GPU-hours of each run over the last day, per goodput bucket "
+              "(run_bucket:rl_goodput_gpu_hours:increase_1d: wall seconds per bucket x the run's "
+              "GPUs). step is productive; the other columns are badput. Click a run for its overview.",
+              "step the largest column of every run; a run whose restart or stalled column rivals "
+              "its step column is burning its GPUs.",
+              qi(f"run_bucket:rl_goodput_gpu_hours:increase_1d{{{R}}}", "", format="table"),
+              transformations=[{"id": "groupingToMatrix", "options": {
+                  "columnField": "bucket", "rowField": "run", "valueField": "Value"}}],
+              overrides=run_links("run\\bucket"), sort_by="step", width=20, height=10),
+    ]),
     Row("Top runs per diagnosis signal", [top_panel(*s) for s in SIGNALS]),
     Row("Progress", [
         ts("Training step per run", "Latest training step of every run.", "every line rising.",

@@ -11,6 +11,7 @@ from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, EVAL_LOSS, FLOPS, GP
 from .model import Dashboard, Row
 
 RATIO = dict(unit="percentunit", min=0, max=1)
+GOODPUT = "rl_goodput_seconds_total"
 
 OUTCOME_CODES = [("accumulating", 1, "blue"), ("applied", 2, "green"), ("skipped", 3, "orange"),
                  ("discarded", 4, "red")]
@@ -284,6 +285,30 @@ ROWS = [
                      "phase per step), over all selected phases.",
                      "a tight band per phase; a long upper tail is rollout stragglers.",
                      "rl_phase_timing_seconds_bucket", query_gate=TIMER, width=6),
+    ]),
+    Row("Where the time went (goodput)", [
+        ts("Wall time by bucket (stacked)",
+           "Share of each run's wall time per goodput bucket (rl_goodput_seconds_total, "
+           "docs/goodput.md): step is productive; startup, checkpoint, validation, weight_sync, "
+           "rollout_wait, logprob_recompute, stalled and restart are badput. An interval is "
+           "accounted when the next step arrives. Select one run to read the stack.",
+           "mostly step; checkpoint and validation as regular small slices. A band of restart is "
+           "steps redone after a resume (growing for good: a crash loop, RLRestartWithoutProgress); "
+           "stalled means no step for longer than the stall threshold.",
+           q(f"max by (run, bucket) (rate({sel(GOODPUT)}[{RATE}]))", "{{run}} {{bucket}}"),
+           **RATIO, stack=True, width=12),
+        bars("Seconds per bucket",
+             "Wall-clock seconds per goodput bucket over the dashboard's time range, for the "
+             "selected runs (each run's largest rank; summed over runs).",
+             "step far ahead of every other bucket.",
+             qi(f"sort_desc(sum by (bucket) (max by (run, bucket) (increase({sel(GOODPUT)}[$__range]))))",
+                "{{bucket}}"), unit="s", min=0, width=8),
+        stat("Goodput ratio (last hour)",
+             "Productive step time over all accounted time in the last hour "
+             "(run:rl_goodput:ratio_1h; worst selected run).",
+             "close to 1; each checkpoint, validation and weight sync takes its share.",
+             qi('min(run:rl_goodput:ratio_1h{run=~"$run"})', "goodput"), **RATIO, decimals=1,
+             thresholds=[(None, "red"), (0.5, "orange"), (0.8, "green")], width=4, height=8),
     ]),
     Row("9. Throughput", [
         ts("Tokens/s per GPU",

@@ -1,9 +1,34 @@
-"""Liveness: the run stopped, or its exporter is gone (pages)."""
+"""Liveness: the run stopped, or its exporter is gone (pages), or it restarts without getting
+anywhere (a crash loop, a ticket)."""
 from __future__ import annotations
 
-from ..config import Dur
-from ..exprs import R, FINISHED
+from ..config import TIERS, Dur
+from ..exprs import R, FINISHED, STEP
 from ..model import Alert
+
+
+
+def _restart_loop() -> str:
+    """Runs that restarted at least restart_loop_count times within a step window (any tier of
+    the ladder) while the highest step of that window is not restart_min_progress_steps past
+    the highest of the step_window_4 before it: each process redoes the steps the last one did.
+    A restart is the step going back (the trainer resumed from an older checkpoint: the hook's
+    new process, or the sidecar reading the new process's log) or the exporter's own counters
+    resetting (a new hook process that resumed exactly where the last one logged), whichever
+    counts more."""
+    parts = []
+    for i in TIERS:
+        w = f"{{w{i}}}"
+        restarts = ("max by (run) (\n"
+                    f"    label_replace(resets({STEP}[{w}]), \"restart\", \"step\", \"\", \"\")\n"
+                    f"    or label_replace(resets(rl_exporter_frames_received_total[{w}]), "
+                    "\"restart\", \"process\", \"\", \"\"))")
+        progress = (f"max by (run) (max_over_time({STEP}[{w}]))\n"
+                    f"    - on (run) max by (run) (max_over_time({STEP}[{{w4}}] offset {w}))")
+        parts.append(f"  ({restarts} >= {{restart_loop_count}})\n"
+                     f"  and on (run) ({progress} < {{restart_min_progress_steps}})")
+    return "max by (run) (\n" + "\nor\n".join(parts) + "\n)"
+
 
 ALERTS: list[Alert] = [
     Alert("RLRunStalled", "critical",
@@ -35,4 +60,9 @@ ALERTS: list[Alert] = [
                        "service discovery still lists (a finished pod leaves discovery, it does not go "
                        "down). Persistent: 5 minutes, many scrapes. Fatal: the trainer process that "
                        "serves /metrics is dead or hung, and every other alert is blind."),
+    Alert("RLRestartWithoutProgress", "warning", _restart_loop(),
+          Dur(600), "An RL run keeps restarting without getting past the step it had reached (a crash loop).",
+          f"Run {R} restarted {{{{ $value }}}} times within a recent step window and its step never got "
+          "past the highest it had reached before: each restart redoes the same steps.",
+          ),
 ]

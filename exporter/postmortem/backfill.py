@@ -129,7 +129,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
              step_seconds: float = 60.0, clock: str = "auto", start: str | None = None,
              until: str | None = None, algorithm: str | None = None, model: str | None = None,
              progress: bool | None = None, keep_openmetrics: str | None = None,
-             scrape_interval: float = SCRAPE_INTERVAL) -> Result:
+             scrape_interval: float = SCRAPE_INTERVAL, split_segments: bool = True) -> Result:
     promtool = tools.find("promtool")  # before any work: a missing engine is the first thing said
     t_begin = time.perf_counter()
     c_own, c_kids = tools.cpu(children=False), tools.cpu(own=False)
@@ -198,7 +198,8 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
                 if replay is not None and fw != replay.framework and fw != "auto":
                     raise logs.LogError(f"{path}: keys of framework {fw}, but run {run!r} is "
                                         f"{replay.framework}: backfill it with another --run")
-                if cut.see(fr.step, starts + reader.starts, record_kind(fr.data)) or replay is None:
+                new = cut.see(fr.step, starts + reader.starts, record_kind(fr.data))
+                if (new and split_segments) or replay is None:
                     # a new segment: a new exporter under the segment's own run label, as a
                     # restarted trainer would start one; the last one's values go stale
                     if replay is not None:
@@ -210,6 +211,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
                                     algorithm=algorithm, model=model)
                     res.framework = replay.framework
                     seg_of_replay = cut.current
+                if cut.current.points is None:
                     cut.current.points = Watcher()
                 seg = cut.current
                 d = durations.of(fr.data, replay.framework)

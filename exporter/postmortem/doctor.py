@@ -16,6 +16,11 @@ from . import rules as rulesmod
 from . import stacks as stacksmod
 from . import tools
 
+# Alerts about the restarts themselves (a crash loop). Every other rule reads each segment of a
+# log under its own run label, so no window spans a restart (segments.py); these read the log
+# as the live Prometheus saw it, one run whose step goes back at each restart.
+ACROSS_RESTARTS = frozenset({"RLRestartWithoutProgress"})
+
 
 @dataclass
 class Outcome:
@@ -66,6 +71,10 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
             for f in ev.findings:
                 seg = res.segment_of(f.labels.get("run"))
                 f.segment = seg.index if seg is not None else 1
+            if len(res.segments) > 1:
+                ev.findings = [f for f in ev.findings if f.alert not in ACROSS_RESTARTS]
+                ev.findings.extend(_across_restarts(paths, run, work, ruleset, runbook, res,
+                                                    eval_interval, fmt, backfill_kw))
             ready = points.ready_runs(prom, res.start, res.end, eval_interval)
             ev.findings.extend(points.findings(res, ev, ready, runbook, ruleset))
             ev.findings.sort(key=lambda f: (f.start, f.order))
@@ -91,6 +100,28 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _across_restarts(paths, run, work, ruleset, runbook, res, eval_interval, fmt,
+                     backfill_kw) -> list:
+    """The ACROSS_RESTARTS alerts over the whole log backfilled as one run (a second backfill:
+    only for a log with restarts in it), each finding placed in the segment it fired in."""
+    sub = rulesmod.RuleSet(files=ruleset.files, recording=[],
+                           alerts=[a for a in ruleset.alerts if a.name in ACROSS_RESTARTS])
+    if not sub.alerts:
+        return []
+    whole = os.path.join(work, "whole")
+    os.makedirs(whole, exist_ok=True)
+    kw = dict(backfill_kw, progress=False)
+    one = bf.backfill(paths, run, os.path.join(whole, "data"), fmt=fmt, split_segments=False, **kw)
+    prom = tools.Prometheus(os.path.join(whole, "data"), whole).start()
+    try:
+        found = evmod.evaluate(prom, sub, one, runbook, whole, eval_interval=eval_interval).findings
+    finally:
+        prom.stop()
+    for f in found:
+        f.segment = max([s.index for s in res.segments if s.start <= f.start] or [1])
+    return found
 
 
 def _run_name(path: str) -> str:

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS, ONSET = 120, 60                     # an hour and a quarter of healthy baseline
-SCENARIOS = ["healthy", "kl-spike", "nan-loss", "stall"]
+SCENARIOS = ["healthy", "kl-spike", "nan-loss", "stall", "crash-loop"]  # crash-loop: across segments
 # series written by the demo straight into the store (NVML sampler, run configuration):
 # a trainer's log never has them, so these scenarios cannot be diagnosed from one
 SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip", "crash",

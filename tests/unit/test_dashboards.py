@@ -161,7 +161,7 @@ def test_overview_follows_the_order_of_attention():
     titles = [r.title for r in overview.DASHBOARD.rows]
     assert titles[0] == "Firing alerts"
     keys = ["Validation", "Reward", "Policy health", "Critic", "Lengths", "GRPO group",
-            "Optimizer outcome", "Timing", "Throughput", "MFU", "GPU summary"]
+            "Optimizer outcome", "Timing", "Where the time went", "Throughput", "MFU", "GPU summary"]
     assert len(titles) == len(keys) + 1
     for key, title in zip(keys, titles[1:]):
         assert key.lower() in title.lower(), (key, title)
