@@ -136,8 +136,26 @@ RECORDINGS += [
 ]
 
 
-
-
+# ------------------------------------------------------------------ ranks of one run
+# Each rank's phase durations (and its step duration, as phase="step") over the shortest step
+# window holding straggler_steps steps, per (run, instance, phase): the rank's fastest step of
+# the window, and the median over the run's ranks of each rank's median (RLRankStraggler, the
+# per-rank panel). Pause phases are the whole run's, not a rank's.
+RANK_MIN = "run_instance_phase:rl_rank_duration_seconds:min_recent"
+RANK_MEDIAN = "run_phase:rl_rank_duration_seconds:median_recent"
+RECORDINGS += [
+    Recording(RANK_MIN, ladder(
+        "min by (run, instance, phase) (min_over_time(rl_phase_duration_seconds"
+        '{{phase!~"{pause_phases}"}}[{W}]))\n'
+        "  or label_replace(min by (run, instance) (min_over_time(rl_step_duration_seconds"
+        + PRIMARY + '[{W}])), "phase", "step", "", "")', "{straggler_steps}")),
+    Recording(RANK_MEDIAN, ladder(
+        "quantile by (run, phase) (0.5,\n"
+        "    max by (run, instance, phase) (quantile_over_time(0.5, rl_phase_duration_seconds"
+        '{{phase!~"{pause_phases}"}}[{W}]))\n'
+        "    or label_replace(max by (run, instance) (quantile_over_time(0.5, rl_step_duration_seconds"
+        + PRIMARY + '[{W}])), "phase", "step", "", ""))', "{straggler_steps}")),
+]
 
 
 def metric_names(expr: str) -> set[str]:
