@@ -62,6 +62,7 @@ ENGINE_UP = 'up{job="rl-rollout-engine", instance="engine-0:8000"}'       # its 
 VLLM_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
 LATENCY_SIGMA = math.log(2.5) / 2.326    # lognormal: true p99/p50 = 2.5
+RANKS = 4                      # every rank exports (one scrape target each); rank 0 is the run's target
 ALWAYS = {"rl_training_step", "rl_training_step_timestamp_seconds", "rl_step_duration_seconds", "up",
           "rl_run_info"}
 
@@ -155,7 +156,29 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
     # posttrain PPO: policy and critic optimizers advance by the same minibatches per step
     v['+rl_optimizer_steps_total{role="policy"}'] = 4
     v['+rl_optimizer_steps_total{role="critic"}'] = 4
+    # per-rank speed of each phase (each rank exports: _rank_durations), from a generator of
+    # its own so the values above stay as they were: uneven sequence lengths after balancing
+    rr = random.Random(rng.random())
+    v["=ranks"] = [{"gen": _u(rr, 0.85, 1.15), "update_actor": _u(rr, 0.9, 1.1)} for _ in range(RANKS)]
     return v
+
+
+def _rank_durations(v: dict, work: float, step: float) -> dict:
+    """Each rank's phase durations and step duration for a step of `work` seconds (the "=phases"
+    shares) in a synchronous run: a rank's gen takes its own time, and the gradient all-reduce
+    in update_actor waits for the slowest rank's gen, so the faster ranks' wait lands there."""
+    shares = dict(v.get("=phases") or [])
+    if any(math.isinf(x) for x in shares.values()) or "=ranks" not in v:
+        return {}
+    gen = [shares.get("gen", 0) * work * r["gen"] for r in v["=ranks"]]
+    out = {}
+    for i, r in enumerate(v["=ranks"]):
+        rank = f'instance="rank{i}"'
+        out[f'rl_phase_duration_seconds{{{rank}, phase="gen"}}'] = gen[i]
+        out[f'rl_phase_duration_seconds{{{rank}, phase="update_actor"}}'] = (
+            shares.get("update_actor", 0) * work * r["update_actor"] + max(gen) - gen[i])
+        out[f'rl_step_duration_seconds{{{rank}}}'] = step
+    return out
 
 
 def _latency_buckets(step_s: int) -> list[float]:
@@ -298,6 +321,12 @@ def _engine_down(v, i, rng):
     v["%" + ENGINE_UP] = 0
 
 
+def _slow_rank(v, i, rng):
+    """Rank 2's GPU runs at half speed (held down by its clocks, a slow host): its gen takes
+    about twice the others', and they wait for it in update_actor."""
+    v["=ranks"][2]["gen"] *= _u(rng, 1.9, 2.1)
+
+
 PATHOLOGIES: dict[str, Pathology] = {
     "RLRunStalled": Pathology(None, {"30s": 93, "2m": 32, "10m": 21}, stop=True,
                               note="step-times after the last step"),
@@ -381,6 +410,8 @@ PATHOLOGIES: dict[str, Pathology] = {
                                         note="steps; wall clock: 10 min window + for 10 min"),
     "RLRolloutLongTail": Pathology(_long_tail, {"30s": 33, "2m": 13, "10m": 5},
                                    note="steps; wall clock: 10 min window + for 15 min"),
+    # the ladder's window must hold only slow steps: 5 steps or more, as many as its tier holds
+    "RLRankStraggler": Pathology(_slow_rank, {"30s": 14, "2m": 14, "10m": 12}),
     "RLRolloutEngineDown": Pathology(_engine_down, {"30s": 14, "2m": 6, "10m": 4}, stop=True,
                                      note="step-times since the engine went down (for 5 min)"),
 }
@@ -526,6 +557,7 @@ class Run:
             v["rl_step_duration_seconds"] = durations[k - 1]
             if pat and pat.edit and k >= ONSET:
                 pat.edit(v, k - ONSET, random.Random(self.seed * 15485863 + k))
+            v.update(_rank_durations(v, work[k - 1], durations[k - 1]))
             values.append(v)
         timeline = _timeline(values, ends, work, last)
         per_scrape = sorted({key for v in values for key in v if key.startswith("%")})
@@ -586,12 +618,22 @@ class Run:
         alert reads, which keeps promtool fast)."""
         out = []
         job = f'job="rl-exporter", instance="{run}:9464"'
+
+        def target(i: int) -> str:
+            return f'job="rl-exporter", instance="{run}:9464"' if i == 0 else \
+                f'job="rl-exporter", instance="{run}-rank{i}:9464"'
         for key, vals in self.series.items():
             name, labels = _key(key)
             if name == "up" and not labels:
                 sel = f"up{{{job}}}"
             elif name == "rl_run_info":
-                sel = f'rl_run_info{{{job}, run="{run}", framework="verl"}}'
+                out += [{"series": f'rl_run_info{{{target(i)}, run="{run}", framework="verl", rank="{i}"}}',
+                         "values": " ".join(_fmt(x) for x in vals)} for i in range(1, RANKS)]
+                sel = f'rl_run_info{{{job}, run="{run}", framework="verl", rank="0"}}'
+            elif 'instance="rank' in labels:
+                i = int(re.search(r'instance="rank(\d+)"', labels).group(1))
+                rest = re.sub(r'instance="rank\d+",? ?', "", labels)
+                sel = f'{name}{{run="{run}", {target(i)}{", " + rest if rest else ""}}}'
             else:
                 sel = f'{name}{{run="{run}"{", " + labels if labels else ""}}}'
             if name == "up" and labels and only is not None and ENGINE_UP not in only:
@@ -680,17 +722,25 @@ def render_long_healthy(cadence: str, steps: int = 1000, seed: int = 11) -> str:
     return yaml_text(doc)
 
 
+def _scratch(tmp: str) -> Path:
+    """A test directory under `tmp` where the files' rule_files path (../../exporter/rules/...)
+    finds a copy of the shipped rules: promtool only warns about a rule file it cannot find,
+    and then every expectation of "nothing fires" passes."""
+    rules = Path(tmp) / "exporter" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "rl-exporter.rules.yaml").write_text(shipped.RULES_FILE.read_text())
+    tests = Path(tmp) / "alerts" / "tests"
+    tests.mkdir(parents=True)
+    return tests
+
+
 def run_long(steps: int, promtool: str = "promtool") -> int:
     import tempfile
     import time
     bad = 0
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "rules").mkdir()
-            (Path(tmp) / "tests").mkdir()
-            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
-                shipped.RULES_FILE.read_text())
-            f = Path(tmp) / "tests" / "long.yaml"
+            f = _scratch(tmp) / "long.yaml"
             f.write_text(render_long_healthy(cadence, steps))
             t0 = time.monotonic()
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
@@ -712,12 +762,7 @@ def measure(promtool: str = "promtool") -> dict:
     out: dict = {}
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp) / "tests"
-            d.mkdir()
-            (Path(tmp) / "rules").mkdir()
-            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
-                shipped.RULES_FILE.read_text())
-            f = d / f"cadence-{cadence}.test.yaml"
+            f = _scratch(tmp) / f"cadence-{cadence}.test.yaml"
             f.write_text(render_cadence(cadence, {cadence: {n: -1 for n in alert_names()}}))
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
             text = p.stdout + p.stderr

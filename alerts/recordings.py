@@ -137,24 +137,25 @@ RECORDINGS += [
 
 
 # ------------------------------------------------------------------ ranks of one run
-# Each rank's phase durations (and its step duration, as phase="step") over the shortest step
-# window holding straggler_steps steps, per (run, instance, phase): the rank's fastest step of
-# the window, and the median over the run's ranks of each rank's median (RLRankStraggler, the
-# per-rank panel). Pause phases are the whole run's, not a rank's.
-RANK_MIN = "run_instance_phase:rl_rank_duration_seconds:min_recent"
-RANK_MEDIAN = "run_phase:rl_rank_duration_seconds:median_recent"
+# Each rank's duration of each phase in its last step (and its step duration, as phase="step"),
+# per (run, instance, phase), against the median over the run's ranks at the same evaluation:
+# ranks step together, so the ratio compares one step across ranks and the step-to-step spread
+# every rank shares (longer responses in one batch) cancels. Only phases at least
+# straggler_min_ranks ranks report. Pause phases are the whole run's, not a rank's.
+# RLRankStraggler takes the minimum of ratio and excess over a step window; the per-rank
+# dashboard panel draws the median.
+RANK_DURATION = ('max by (run, instance, phase) (rl_phase_duration_seconds{{phase!~"{pause_phases}"}})\n'
+                 "  or label_replace(max by (run, instance) (rl_step_duration_seconds" + PRIMARY + "), "
+                 '"phase", "step", "", "")')
+RANK_MEDIAN = "run_phase:rl_rank_duration_seconds:median"
+RANK_RATIO = "run_instance_phase:rl_rank_duration_seconds:ratio_to_median"
+RANK_EXCESS = "run_instance_phase:rl_rank_duration_seconds:excess_over_median"
 RECORDINGS += [
-    Recording(RANK_MIN, ladder(
-        "min by (run, instance, phase) (min_over_time(rl_phase_duration_seconds"
-        '{{phase!~"{pause_phases}"}}[{W}]))\n'
-        "  or label_replace(min by (run, instance) (min_over_time(rl_step_duration_seconds"
-        + PRIMARY + '[{W}])), "phase", "step", "", "")', "{straggler_steps}")),
-    Recording(RANK_MEDIAN, ladder(
-        "quantile by (run, phase) (0.5,\n"
-        "    max by (run, instance, phase) (quantile_over_time(0.5, rl_phase_duration_seconds"
-        '{{phase!~"{pause_phases}"}}[{W}]))\n'
-        "    or label_replace(max by (run, instance) (quantile_over_time(0.5, rl_step_duration_seconds"
-        + PRIMARY + '[{W}])), "phase", "step", "", ""))', "{straggler_steps}")),
+    Recording(RANK_MEDIAN, f"quantile by (run, phase) (0.5, (\n  {RANK_DURATION}\n))\n"
+                           f"and on (run, phase) count by (run, phase) (\n  {RANK_DURATION}\n)"
+                           " >= {straggler_min_ranks}"),
+    Recording(RANK_RATIO, f"(\n  {RANK_DURATION}\n)\n/ on (run, phase) group_left () {RANK_MEDIAN}"),
+    Recording(RANK_EXCESS, f"(\n  {RANK_DURATION}\n)\n- on (run, phase) group_left () {RANK_MEDIAN}"),
 ]
 
 
