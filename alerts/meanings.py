@@ -155,7 +155,8 @@ MEANING: dict[str, str] = {
                        "each rank's median, and at least [[straggler_min_excess_seconds]] longer, in a "
                        "run where at least [[straggler_min_ranks]] ranks report that phase. Ranks are "
                        "the run's scrape targets (`instance`); the `rank` label comes from each "
-                       "target's `rl_run_info`. Pause phases ([[pause_phases]]) are left out.",
+                       "target's `rl_run_info`. Pause phases ([[pause_phases]]) are left out. "
+                       "Held {for}.",
     "RLPhaseHung": "a `timer(phase)` has been open longer than max([[phase_hung_floor_seconds]], "
                    "[[phase_hung_factor]] x the phase's median over its last 20 occurrences), or "
                    "[[phase_hung_no_history_seconds]] for a phase that never closed before, held {for}. "

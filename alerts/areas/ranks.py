@@ -21,7 +21,8 @@ ALERTS: list[Alert] = [
                  " > {straggler_min_excess_seconds}", "{straggler_steps}") + "\n"
           # the rank's name: the hook's rl_run_info on the same target
           "* on (run, instance) group_left (rank) group by (run, instance, rank) (rl_run_info)",
-          Dur(0), "One rank of the run is much slower than the others in a phase: every step waits for it.",
+          # the window's minimum already asks for every step; `for:` only rides out one evaluation
+          Dur(60), "One rank of the run is much slower than the others in a phase: every step waits for it.",
           f"Run {R}: rank {{{{ $labels.rank }}}} ({{{{ $labels.instance }}}}) took at least "
           "{{ printf \"%.1f\" $value }}x the median rank's time in phase {{ $labels.phase }} on every "
           "step of the recent window (over [[straggler_factor]]x and "

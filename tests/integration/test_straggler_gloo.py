@@ -23,6 +23,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from alerts.render import render  # noqa: E402
+from alerts.scenarios import RANK_EXPECTED  # noqa: E402
 from dashboards.diagnosis import RANK_PHASE  # noqa: E402
 from tests.conftest import free_port, require_binary  # noqa: E402
 from tests.integration.prom import Prometheus  # noqa: E402
@@ -97,7 +98,7 @@ def test_gloo_straggler_fires_for_the_slow_rank_and_phase_only(tmp_path):
     require_binary("prometheus")
     outdir = str(tmp_path)
     ctx = mp.get_context("spawn")
-    runs = {"gloo-straggler": True, "gloo-healthy": False}
+    runs = {f"gloo-{sc}": sc == "straggler" for sc in RANK_EXPECTED}
     procs = [p for run, slow in runs.items() for p in _start(ctx, run, slow, outdir)]
     prom = None
     try:
@@ -154,8 +155,10 @@ def test_gloo_straggler_fires_for_the_slow_rank_and_phase_only(tmp_path):
             prom.stop()
 
     fired = set(first)
+    assert {(name, run) for name, run, _, _ in fired} == {
+        (name, f"gloo-{sc}") for sc, alerts in RANK_EXPECTED.items() for name in alerts}, sorted(fired)
     want = {("RLRankStraggler", "gloo-straggler", str(SLOW), "gen")}
-    assert fired == want, f"fired: {sorted(fired)}"
+    assert fired == want, f"fired: {sorted(fired)}"  # that rank and phase only
     # time and slowed steps to detect, from the first slowed step's start (the end of step ONSET-1)
     ends = {int(k): v for k, v in json.load(open(os.path.join(outdir, f"gloo-straggler-{SLOW}.done"))).items()}
     onset = ends[ONSET - 1]
