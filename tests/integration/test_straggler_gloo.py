@@ -1,7 +1,9 @@
 """RLRankStraggler on real torch.distributed (gloo, CPU) ranks scraped by a real Prometheus.
 
 Two runs of WORLD ranks each, every rank with its own Exporter (RANK set as torchrun sets it,
-one endpoint per rank), a real all_reduce per step inside timer("update_actor"). In the
+one endpoint per rank), a real all_reduce per step inside timer("update_actor"), and
+log_across_ranks as the reduction guide has it (rank 0 logs the reduced frame; the other ranks
+publish only their own phase durations). In the
 straggler run rank SLOW sleeps extra inside timer("gen") from step ONSET on; the others then
 wait for it in the all_reduce. Prometheus loads the rendered rules, time-compressed as in
 test_alerts_e2e.py. RLRankStraggler must fire for that rank and gen only (not for the ranks
@@ -60,6 +62,7 @@ def _rank(rank, world, port, outdir, run, slow):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     from exporter import Exporter
+    from exporter.distributed import log_across_ranks
     ex = Exporter(run=run, framework="verl", port=0, gpu=False)  # rank from RANK, as under torchrun
     _write(os.path.join(outdir, f"{run}-{rank}.json"), {"url": ex.url, "rank": ex.rank})
     try:
@@ -76,7 +79,9 @@ def _rank(rank, world, port, outdir, run, slow):
             with ex.timer("update_actor"):
                 dist.all_reduce(torch.ones(1024))  # waits for the slowest rank's gen
                 time.sleep(UPDATE_S)
-            ex.log({"timing_s/step": time.monotonic() - t0}, step=step)
+            # as docs/reduction-timers-distributions.md: rank 0 logs the global frame, every
+            # rank's own phase durations are published (timers close on the other ranks)
+            log_across_ranks(ex, {"timing_s/step": time.monotonic() - t0}, step=step)
             ends[step] = time.time()
         _write(os.path.join(outdir, f"{run}-{rank}.done"), ends)
         _wait_file(os.path.join(outdir, "stop"), 120)  # keep serving while Prometheus evaluates
