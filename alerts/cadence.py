@@ -21,6 +21,10 @@ Values that depend on where in the step a scrape falls come from the step's phas
   integrated exactly over the timeline into one series per phase, labelled phase="..." (NVML
   busy/idle seconds attributed to the phase in progress).
 
+Every run has RANKS ranks, each its own scrape target with rl_run_info{rank}: "=ranks" holds each
+rank's speed per phase, and the generator turns it into per-rank rl_phase_duration_seconds{phase}
+and rl_step_duration_seconds (a synchronous run: update_actor waits for the slowest rank's gen).
+
 Each cadence file holds:
 - one healthy run of HEALTHY_STEPS steps: no alert of any severity fires at any evaluation;
 - per alert, the healthy run with the pathology from ONSET on: the alert fires, and the number
