@@ -21,6 +21,10 @@ Values that depend on where in the step a scrape falls come from the step's phas
   integrated exactly over the timeline into one series per phase, labelled phase="..." (NVML
   busy/idle seconds attributed to the phase in progress).
 
+Every run has RANKS ranks, each its own scrape target with rl_run_info{rank}: "=ranks" holds each
+rank's speed per phase, and the generator turns it into per-rank rl_phase_duration_seconds{phase}
+and rl_step_duration_seconds (a synchronous run: update_actor waits for the slowest rank's gen).
+
 Each cadence file holds:
 - one healthy run of HEALTHY_STEPS steps: no alert of any severity fires at any evaluation;
 - per alert, the healthy run with the pathology from ONSET on: the alert fires, and the number
@@ -68,6 +72,7 @@ ENGINE_UP = 'up{job="rl-rollout-engine", instance="engine-0:8000"}'       # its 
 VLLM_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
 LATENCY_SIGMA = math.log(2.5) / 2.326    # lognormal: true p99/p50 = 2.5
+RANKS = 4                      # every rank exports (one scrape target each); rank 0 is the run's target
 ALWAYS = {"rl_training_step", "rl_training_step_timestamp_seconds", "rl_step_duration_seconds", "up",
           "rl_run_info"}
 
@@ -161,7 +166,29 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
     # posttrain PPO: policy and critic optimizers advance by the same minibatches per step
     v['+rl_optimizer_steps_total{role="policy"}'] = 4
     v['+rl_optimizer_steps_total{role="critic"}'] = 4
+    # per-rank speed of each phase (each rank exports: _rank_durations), from a generator of
+    # its own so the values above stay as they were: uneven sequence lengths after balancing
+    rr = random.Random(rng.random())
+    v["=ranks"] = [{"gen": _u(rr, 0.85, 1.15), "update_actor": _u(rr, 0.9, 1.1)} for _ in range(RANKS)]
     return v
+
+
+def _rank_durations(v: dict, work: float, step: float) -> dict:
+    """Each rank's phase durations and step duration for a step of `work` seconds (the "=phases"
+    shares) in a synchronous run: a rank's gen takes its own time, and the gradient all-reduce
+    in update_actor waits for the slowest rank's gen, so the faster ranks' wait lands there."""
+    shares = dict(v.get("=phases") or [])
+    if any(math.isinf(x) for x in shares.values()) or "=ranks" not in v:
+        return {}
+    gen = [shares.get("gen", 0) * work * r["gen"] for r in v["=ranks"]]
+    out = {}
+    for i, r in enumerate(v["=ranks"]):
+        rank = f'instance="rank{i}"'
+        out[f'rl_phase_duration_seconds{{{rank}, phase="gen"}}'] = gen[i]
+        out[f'rl_phase_duration_seconds{{{rank}, phase="update_actor"}}'] = (
+            shares.get("update_actor", 0) * work * r["update_actor"] + max(gen) - gen[i])
+        out[f'rl_step_duration_seconds{{{rank}}}'] = step
+    return out
 
 
 def _latency_buckets(step_s: int) -> list[float]:
@@ -309,6 +336,12 @@ def _engine_down(v, i, rng):
     v["%" + ENGINE_UP] = 0
 
 
+def _slow_rank(v, i, rng):
+    """Rank 2's GPU runs at half speed (held down by its clocks, a slow host): its gen takes
+    about twice the others', and they wait for it in update_actor."""
+    v["=ranks"][2]["gen"] *= _u(rng, 1.9, 2.1)
+
+
 PATHOLOGIES: dict[str, Pathology] = {
     "RLRunStalled": Pathology(None, {"30s": 93, "2m": 32, "10m": 21}, stop=True,
                               note="step-times after the last step"),
@@ -411,6 +444,8 @@ PATHOLOGIES: dict[str, Pathology] = {
                                         note="steps; wall clock: 10 min window + for 10 min"),
     "RLRolloutLongTail": Pathology(_long_tail, {"30s": 33, "2m": 13, "10m": 5},
                                    note="steps; wall clock: 10 min window + for 15 min"),
+    # the ladder's window must hold only slow steps: 5 steps or more, as many as its tier holds
+    "RLRankStraggler": Pathology(_slow_rank, {"30s": 14, "2m": 14, "10m": 12}),
     "RLRolloutEngineDown": Pathology(_engine_down, {"30s": 14, "2m": 6, "10m": 4}, stop=True,
                                      note="step-times since the engine went down (for 5 min)"),
 }
@@ -559,6 +594,7 @@ class Run:
                 v["rl_training_step"] = k - (crashed - resumed)
             if pat and pat.edit and k >= ONSET:
                 pat.edit(v, k - ONSET, random.Random(self.seed * 15485863 + k))
+            v.update(_rank_durations(v, work[k - 1], durations[k - 1]))
             values.append(v)
         started = 1  # the step the exporter's process started at: a step going back is a new one
         for k, v in enumerate(values, 1):
@@ -624,12 +660,22 @@ class Run:
         alert reads, which keeps promtool fast)."""
         out = []
         job = f'job="rl-exporter", instance="{run}:9464"'
+
+        def target(i: int) -> str:
+            return f'job="rl-exporter", instance="{run}:9464"' if i == 0 else \
+                f'job="rl-exporter", instance="{run}-rank{i}:9464"'
         for key, vals in self.series.items():
             name, labels = _key(key)
             if name == "up" and not labels:
                 sel = f"up{{{job}}}"
             elif name == "rl_run_info":
-                sel = f'rl_run_info{{{job}, run="{run}", framework="verl"}}'
+                out += [{"series": f'rl_run_info{{{target(i)}, run="{run}", framework="verl", rank="{i}"}}',
+                         "values": " ".join(_fmt(x) for x in vals)} for i in range(1, RANKS)]
+                sel = f'rl_run_info{{{job}, run="{run}", framework="verl", rank="0"}}'
+            elif 'instance="rank' in labels:
+                i = int(re.search(r'instance="rank(\d+)"', labels).group(1))
+                rest = re.sub(r'instance="rank\d+",? ?', "", labels)
+                sel = f'{name}{{run="{run}", {target(i)}{", " + rest if rest else ""}}}'
             else:
                 sel = f'{name}{{run="{run}"{", " + labels if labels else ""}}}'
             if name == "up" and labels and only is not None and ENGINE_UP not in only:
@@ -718,13 +764,25 @@ def render_long_healthy(cadence: str, steps: int = 1000, seed: int = 11) -> str:
     return yaml_text(doc)
 
 
+def _scratch(tmp: str) -> Path:
+    """A test directory under `tmp` where the files' rule_files path (../../exporter/rules/...)
+    finds a copy of the shipped rules: promtool only warns about a rule file it cannot find,
+    and then every expectation of "nothing fires" passes."""
+    rules = Path(tmp) / "exporter" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "rl-exporter.rules.yaml").write_text(shipped.RULES_FILE.read_text())
+    tests = Path(tmp) / "alerts" / "tests"
+    tests.mkdir(parents=True)
+    return tests
+
+
 def run_long(steps: int, promtool: str = "promtool") -> int:
     import tempfile
     import time
     bad = 0
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            f = _scratch(Path(tmp)) / "long.yaml"
+            f = _scratch(tmp) / "long.yaml"
             f.write_text(render_long_healthy(cadence, steps))
             t0 = time.monotonic()
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
@@ -733,15 +791,6 @@ def run_long(steps: int, promtool: str = "promtool") -> int:
                   f"({time.monotonic() - t0:.0f} s)")
             bad += p.returncode != 0
     return 1 if bad else 0
-
-
-def _scratch(tmp: Path) -> Path:
-    """A copy of the repository's layout under tmp (the test files name the rule file as
-    ../../exporter/rules/rl-exporter.rules.yaml from alerts/tests/): the tests' directory."""
-    (tmp / "exporter" / "rules").mkdir(parents=True)
-    (tmp / "exporter" / "rules" / "rl-exporter.rules.yaml").write_text(shipped.RULES_FILE.read_text())
-    (tmp / "alerts" / "tests").mkdir(parents=True)
-    return tmp / "alerts" / "tests"
 
 
 def cadence_file(cadence: str) -> Path:
@@ -755,7 +804,7 @@ def measure(promtool: str = "promtool") -> dict:
     out: dict = {}
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            f = _scratch(Path(tmp)) / f"cadence-{cadence}.test.yaml"
+            f = _scratch(tmp) / f"cadence-{cadence}.test.yaml"
             f.write_text(render_cadence(cadence, {cadence: {n: -1 for n in alert_names()}}))
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
             text = p.stdout + p.stderr

@@ -263,3 +263,30 @@ CONFIG.update({
     # this many steps (the launcher's --ft-min-progress-iterations defaults to 1).
     "restart_min_progress_steps": 1,
 })
+
+
+# ================================================================== ranks of one run
+# Every rank that exports (the hook on each rank: `Exporter(rank=...)` or RANK from the launcher,
+# one endpoint per rank) is its own scrape target: its `instance` tells ranks apart and its
+# rl_run_info carries the `rank` label the alert joins on.
+CONFIG.update({
+    # A rank is a straggler in a phase when every one of its durations over the shortest step
+    # window holding straggler_steps steps is above straggler_factor x the run's median rank
+    # (each rank's median over the same window). NVIDIA's resiliency extension (straggler
+    # detection) scores each rank's section time relative to a reference rank and leaves the
+    # threshold to the user; the median of ranks is the reference here, so one unusually fast
+    # rank does not make every other rank look slow. 1.5: every synchronous step waits a third
+    # of that phase again for the one rank, while healthy per-rank jitter of a phase (uneven
+    # sequence lengths after balancing, veRL's global_seqlen/minmax_diff) stays within
+    # +-20 %, so the slowest healthy step of one rank is not 1.5x the median rank's.
+    "straggler_factor": 1.5,
+    "straggler_steps": 5,
+    # The median of two ranks cannot tell the slow rank from the one that waits for it: in a
+    # synchronous run the fast rank's wait lands in the phase holding the next collective,
+    # which then looks as slow on the fast rank as the straggler's own phase. From three
+    # ranks on the median is a rank that neither straggles nor waits alone.
+    "straggler_min_ranks": 3,
+    # The rank must also lose this much time per step over the median rank: a 20 ms phase
+    # that takes 60 ms on one rank is 3x slower and costs nothing.
+    "straggler_min_excess_seconds": Dur(5),
+})

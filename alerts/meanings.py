@@ -163,6 +163,16 @@ MEANING: dict[str, str] = {
     "RLMultiTurnRunaway": "the longest multi-turn rollout of {recent} took more than "
                           "[[turns_runaway_factor]] x the baseline of the per-step maximum, and at least "
                           "[[turns_runaway_min]] turns (the mean where only the mean is logged).",
+    "RLRankStraggler": "on every step of the recent step window (per run, the shortest of "
+                       "[[step_window_1]], [[step_window_2]], [[step_window_3]], [[step_window_4]] "
+                       "holding at least [[straggler_steps]] steps) one rank's duration of a phase "
+                       "(`rl_phase_duration_seconds`, or its step: `rl_step_duration_seconds` as phase "
+                       "`step`) was above [[straggler_factor]] x the median over the run's ranks of "
+                       "each rank's median, and at least [[straggler_min_excess_seconds]] longer, in a "
+                       "run where at least [[straggler_min_ranks]] ranks report that phase. Ranks are "
+                       "the run's scrape targets (`instance`); the `rank` label comes from each "
+                       "target's `rl_run_info`. Pause phases ([[pause_phases]]) are left out. "
+                       "Held {for}.",
     "RLPhaseHung": "a `timer(phase)` has been open longer than max([[phase_hung_floor_seconds]], "
                    "[[phase_hung_factor]] x the phase's median over its last 20 occurrences), or "
                    "[[phase_hung_no_history_seconds]] for a phase that never closed before, held {for}. "

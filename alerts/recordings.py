@@ -204,6 +204,29 @@ RECORDINGS += [
 ]
 
 
+# ------------------------------------------------------------------ ranks of one run
+# Each rank's duration of each phase in its last step (and its step duration, as phase="step"),
+# per (run, instance, phase), against the median over the run's ranks at the same evaluation:
+# ranks step together, so the ratio compares one step across ranks and the step-to-step spread
+# every rank shares (longer responses in one batch) cancels. Only phases at least
+# straggler_min_ranks ranks report. Pause phases are the whole run's, not a rank's.
+# RLRankStraggler takes the minimum of ratio and excess over a step window; the per-rank
+# dashboard panel draws the median.
+RANK_DURATION = ('max by (run, instance, phase) (rl_phase_duration_seconds{{phase!~"{pause_phases}"}})\n'
+                 "  or label_replace(max by (run, instance) (rl_step_duration_seconds" + PRIMARY + "), "
+                 '"phase", "step", "", "")')
+RANK_MEDIAN = "run_phase:rl_rank_duration_seconds:median"
+RANK_RATIO = "run_instance_phase:rl_rank_duration_seconds:ratio_to_median"
+RANK_EXCESS = "run_instance_phase:rl_rank_duration_seconds:excess_over_median"
+RECORDINGS += [
+    Recording(RANK_MEDIAN, f"quantile by (run, phase) (0.5, (\n  {RANK_DURATION}\n))\n"
+                           f"and on (run, phase) count by (run, phase) (\n  {RANK_DURATION}\n)"
+                           " >= {straggler_min_ranks}"),
+    Recording(RANK_RATIO, f"(\n  {RANK_DURATION}\n)\n/ on (run, phase) group_left () {RANK_MEDIAN}"),
+    Recording(RANK_EXCESS, f"(\n  {RANK_DURATION}\n)\n- on (run, phase) group_left () {RANK_MEDIAN}"),
+]
+
+
 def metric_names(expr: str) -> set[str]:
     """Metric names an expression selects, this file's recording-rule names excluded (the
     engines' own vllm:*/sglang:* names have colons too). The one PromQL name extractor

@@ -5,11 +5,11 @@ alerts/recordings.py); alerts/render.py writes the rule file. Adding an alert: a
 its area's ALERTS, name its numbers in CONFIG, add its promtool case and runbook section.
 """
 from __future__ import annotations
-from .areas import critic, data, liveness, numerics, outcome, phases, policy, systems
+from .areas import critic, data, liveness, numerics, outcome, phases, policy, ranks, systems
 from .model import Alert
 
 # Rendered in this order (the rule file's order).
-AREAS = (liveness, numerics, outcome, policy, data, critic, systems, phases)
+AREAS = (liveness, numerics, outcome, policy, data, critic, systems, ranks, phases)
 ALERTS: list[Alert] = [a for area in AREAS for a in area.ALERTS]
 
 # Alertmanager inhibitions where one alert explains another (source explains target, same run).

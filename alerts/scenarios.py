@@ -78,3 +78,10 @@ EXPECTED.update({
     "hang": {"RLPhaseHung": (), "RLRunStalled": ()},  # the open phase is a real timer()
     "crash-loop": {"RLRestartWithoutProgress": ()},
 })
+
+# Alerts that compare the ranks of one run: proven end to end with real torch.distributed (gloo)
+# ranks on CPU, an Exporter on each (tests/integration/test_straggler_gloo.py: run gloo-<scenario>).
+RANK_EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
+    "healthy": {},
+    "straggler": {"RLRankStraggler": ()},
+}

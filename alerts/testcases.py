@@ -453,6 +453,11 @@ from .phase_cases import PHASE_CASES  # noqa: E402
 
 CASES.update(PHASE_CASES)
 
+# Ranks of one run against each other (alerts/rank_cases.py).
+from .rank_cases import RANK_CASES  # noqa: E402
+
+CASES.update(RANK_CASES)
+
 
 def write_test_files() -> list:
     """Write the promtool unit tests (these cases and the cadence matrix) into alerts/tests/.

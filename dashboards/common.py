@@ -25,6 +25,7 @@ ASYNC = "the run samples asynchronously (AReaL, veRL fully-async, Miles weight-v
 MOE = "the model is MoE and the framework logs router balance (AReaL moe_balance, TRL aux_loss)"
 CONSISTENCY = ("the framework logs train/rollout log-prob agreement (slime/Miles, posttrain, "
                "AReaL, TRL, veRL rollout_corr)")
+RANKS = "every rank exports (an Exporter on each rank, one scrape target each: docs/integrations.md)"
 TIMER = "the trainer records phases with Exporter.timer() (histograms; logged timings feed the gauges)"
 EVAL_LOSS = "the trainer evaluates a held-out loss (HF/TRL eval_loss, posttrain val/loss_avg)"
 PASS_AT_K = "the framework logs pass@k (slime/Miles passrate, held-out pass@k)"

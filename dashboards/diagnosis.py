@@ -4,7 +4,7 @@ guide, the symptom, what to check first, what to check next."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, CRITIC, ENTROPY_LOSS, GPU, NEXT_LR, RATE, REWARD_STD, ZERO_STD, STALL_RED,
+from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, GPU, NEXT_LR, RANKS, RATE, REWARD_STD, ZERO_STD, STALL_RED,
                      STALL_YELLOW, mean, q, sel, stall_ratio, text, ts)
 from .model import Dashboard, Row
 
@@ -18,6 +18,11 @@ def guide(symptom: str, first: str, nxt: str, fix: str, source: str):
 
 STEP_SHARE = (f"{sel('rl_phase_duration_seconds')} / ignoring(phase) group_left "
               f"{mean('rl_step_duration_seconds')}")
+
+# Each rank is its own scrape target; its rl_run_info names the rank.
+_RANK = f"* on (job, instance) group_left (rank) group by (job, instance, rank) ({sel('rl_run_info')})"
+RANK_PHASE = f"{sel('rl_phase_duration_seconds')}\n{_RANK}"
+RANK_STEP = f"{mean('rl_step_duration_seconds')}\n{_RANK}"
 
 ROWS = [
     Row("Reward collapses", [
@@ -231,6 +236,29 @@ ROWS = [
            "above 0 while the trainer logs.",
            q(f"rate({sel('rl_exporter_frames_received_total')}[{RATE}])"), unit="short", min=0,
            width=W),
+    ]),
+    Row("One rank is slower than the others", [
+        guide("every step waits for one rank: its phase takes far longer than on the other ranks.",
+              "which rank and which phase (RLRankStraggler names both).",
+              "that rank's GPU clocks and temperature, its host, the tokens it gets.",
+              "drain a throttling or faulty node and resume elsewhere; balance sequences across ranks.",
+              "the rl-exporter runbook, RLRankStraggler"),
+        ts("Symptom: phase duration by rank", "Each rank's duration of each phase in the last "
+           "step, beside the median over the run's ranks.",
+           "every rank near its phase's median; the ranks that wait for a straggler rise in the "
+           "phase holding the next collective (update_actor), the straggler in its own phase.",
+           q(RANK_PHASE, "{{run}} rank {{rank}} {{phase}}", gate=RANKS),
+           q(f"quantile by (run, phase) (0.5, {sel('rl_phase_duration_seconds')})",
+             "{{run}} {{phase}} median of ranks"), unit="s", min=0, width=W),
+        ts("Check first: step duration by rank", "Each rank's step wall time.",
+           "the same on every rank in a synchronous run (each step waits for the slowest); a rank "
+           "apart from the others runs its own loop (async rollout workers).",
+           q(RANK_STEP, "{{run}} rank {{rank}}", gate=RANKS), unit="s", min=0, width=W),
+        ts("Check next: firing stragglers", "RLRankStraggler while it fires: 1 per straggling rank "
+           "and phase.",
+           "no series; a line names the rank and phase to look at.",
+           q('ALERTS{alertname="RLRankStraggler", alertstate="firing", run=~"$run"}',
+             "{{run}} rank {{rank}} {{phase}}", gate=ALERTS), unit="short", min=0, width=W),
     ]),
 ]
 

@@ -373,6 +373,15 @@ def timers_of(exporter) -> PhaseTimers:
     return attached(exporter, "_rlx_timers", PhaseTimers)
 
 
+def end_step_if_timed(exporter) -> None:
+    """Close the open timer window of an exporter that timed a phase, without creating timers
+    for one that did not: a rank that times its own phases but leaves log() to rank 0 still
+    publishes its phase durations once per step (RLRankStraggler compares them across ranks)."""
+    timers = getattr(exporter, "_rlx_timers", None)
+    if timers is not None:
+        timers.end_step()
+
+
 # ================================================================ phases in progress
 IN_PROGRESS = "rl_phase_in_progress_start_timestamp_seconds"
 RECENT_MEDIAN = "rl_phase_recent_median_duration_seconds"
