@@ -680,17 +680,24 @@ def render_long_healthy(cadence: str, steps: int = 1000, seed: int = 11) -> str:
     return yaml_text(doc)
 
 
+def _scratch(tmp: Path) -> Path:
+    """A tests folder under tmp where the files' `rule_files` path (../../exporter/rules/...)
+    finds a copy of the shipped rules, as it does from alerts/tests/ in the repository."""
+    rules = tmp / "exporter" / "rules"
+    rules.mkdir(parents=True)
+    (rules / shipped.RULES_FILE.name).write_text(shipped.RULES_FILE.read_text())
+    tests = tmp / "alerts" / "tests"
+    tests.mkdir(parents=True)
+    return tests
+
+
 def run_long(steps: int, promtool: str = "promtool") -> int:
     import tempfile
     import time
     bad = 0
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "rules").mkdir()
-            (Path(tmp) / "tests").mkdir()
-            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
-                shipped.RULES_FILE.read_text())
-            f = Path(tmp) / "tests" / "long.yaml"
+            f = _scratch(Path(tmp)) / "long.yaml"
             f.write_text(render_long_healthy(cadence, steps))
             t0 = time.monotonic()
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
@@ -712,12 +719,7 @@ def measure(promtool: str = "promtool") -> dict:
     out: dict = {}
     for cadence in CADENCES:
         with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp) / "tests"
-            d.mkdir()
-            (Path(tmp) / "rules").mkdir()
-            (Path(tmp) / "rules" / "rl-exporter.rules.yaml").write_text(
-                shipped.RULES_FILE.read_text())
-            f = d / f"cadence-{cadence}.test.yaml"
+            f = _scratch(Path(tmp)) / f"cadence-{cadence}.test.yaml"
             f.write_text(render_cadence(cadence, {cadence: {n: -1 for n in alert_names()}}))
             p = subprocess.run([promtool, "test", "rules", str(f)], capture_output=True, text=True)
             text = p.stdout + p.stderr
