@@ -23,6 +23,7 @@ GIB = 2.0 ** 30
 # ------------------------------------------------------------------ the vocabulary
 class Op:
     counter = False
+    const = None          # the value, for an op that sets a fixed number
 
     def __init__(self, fn: Callable, text: str):
         self.fn, self.text = fn, text
@@ -57,7 +58,10 @@ def _clamp(v, lo, hi):
 
 def to(value) -> Op:
     """The value (a number, a string, or a draw: uniform/gauss/above)."""
-    return Op(lambda x, t, rng, view: _draw(value, rng), f"to({value!r})")
+    op = Op(lambda x, t, rng, view: _draw(value, rng), f"to({value!r})")
+    if isinstance(value, (int, float)):
+        op.const = value
+    return op
 
 
 def ramp(start, per_step, lo=-math.inf, hi=math.inf, noise=None) -> Op:
