@@ -220,15 +220,15 @@ PATHOLOGIES: tuple[Pathology, ...] = (
                ("rl_optimizer_nonfinite_skips_total", count(1)))),
     Pathology(
         "grad-explosion", {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": ()},
-        f"{DICTIONARY}, section 12 (gradient norm many times its baseline, loss with it)",
-        edits=(("rl_grad_norm", times(lambda t: 15 * 1.3 ** t)),
+        f"{DICTIONARY}, section 12 (gradient norm tens of times its baseline, loss with it)",
+        edits=(("rl_grad_norm", times(lambda t: 30 * 1.3 ** t)),
                ("rl_policy_loss", times(lambda t: 5 + t)))),
     Pathology(
         "length-truncation", {"RLResponseTruncationHigh": ()},
         f"{DICTIONARY}, section 12 (responses run into the length limit)",
         edits=(("rl_response_length_tokens", grow(60, offset=60, hi=0.97 * MAX_RESPONSE_LENGTH)),
                ('rl_response_length_tokens{stat="max"}', to(float(MAX_RESPONSE_LENGTH))),
-               ("rl_response_truncated_ratio", ramp(0.25, 0.05, hi=0.9)))),
+               ("rl_response_truncated_ratio", ramp(0.6, 0.02, hi=0.9)))),
     # every group ties: advantages vanish, the gradient is exactly zero, nothing learns
     Pathology(
         "no-signal", {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": ()},
@@ -257,8 +257,8 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         "0.01-0.1: the policy drifts away, every token a bit)",
         before=(("rl_reference_kl", to(above(0.03, 0.002))),
                 ('rl_reference_kl{stat="max"}', to(above(0.9, 0.05)))),
-        edits=(("rl_reference_kl", times(lambda t: min(40.0, 1 + 1.5 * t))),
-               ('rl_reference_kl{stat="max"}', times(lambda t: min(40.0, 1 + 1.5 * t))))),
+        edits=(("rl_reference_kl", times(lambda t: min(40.0, 6 + 1.5 * t))),
+               ('rl_reference_kl{stat="max"}', times(lambda t: min(40.0, 6 + 1.5 * t))))),
     Pathology(
         "on-policy-clip", {"RLClipFractionNonZeroOnPolicy": ()},
         f"{LAB} (one mini-batch per step clips nothing; a pi_old bug makes it clip)",
@@ -292,13 +292,13 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         before=(('rl_train_inference_kl{estimator="k1"}', to(gauss(0.0007, 0.00003))),
                 ("rl_train_inference_logprob_abs_diff", to(gauss(0.015, 0.0005))),
                 ("rl_train_inference_tokens", to(256 * 400))),
-        edits=(('rl_train_inference_kl{estimator="k1"}', times(lambda t: min(12.0, 1 + 0.4 * t))),
-               ("rl_train_inference_logprob_abs_diff", times(lambda t: min(12.0, 1 + 0.4 * t))))),
+        edits=(('rl_train_inference_kl{estimator="k1"}', times(lambda t: min(12.0, 4 + 0.4 * t))),
+               ("rl_train_inference_logprob_abs_diff", times(lambda t: min(12.0, 4 + 0.4 * t))))),
     Pathology(
         "async-staleness", {"RLSampleStalenessHigh": ()},
         f"{TROUBLESHOOTING} (asynchronous rollouts fall behind the policy)",
         before=(("rl_sample_staleness_steps", to(uniform(1.0, 1.5))),),
-        edits=(("rl_sample_staleness_steps", ramp(2, 0.5, hi=12.0)),)),
+        edits=(("rl_sample_staleness_steps", ramp(6, 0.5, hi=12.0)),)),
     # even after veRL's balancing one rank keeps far more tokens (one very long sample)
     Pathology(
         "load-imbalance", {"RLDataParallelImbalance": ()},
