@@ -348,8 +348,8 @@ def _engine_down(v, i, rng):
 _PHASES = ("phases and GPU time by phase come from this file's step timeline ('=phases', '%' keys); "
            "the demo writes them as side series (exporter/demo/scenarios.py phase_series)")
 # The demo's pathology ramps up; its alert's budget times an abrupt onset (the ramp measured
-# 2-5 steps over budget here). Sharpening the demo's ramp is left to a change
-# that reruns the end-to-end test.
+# 5 steps over budget here). Sharpening the demo's ramp is left to a change that reruns the
+# end-to-end test.
 _GRADUAL = "the demo's entry ramps up (%s): the budget is for an abrupt onset"
 _ENGINE = ("the rollout engine's own series: its demo is the stand-in engine "
            "(exporter/demo/engine.py, alerts/scenarios.py ENGINE_EXPECTED)")
