@@ -347,10 +347,6 @@ def _engine_down(v, i, rng):
 
 _PHASES = ("phases and GPU time by phase come from this file's step timeline ('=phases', '%' keys); "
            "the demo writes them as side series (exporter/demo/scenarios.py phase_series)")
-# The demo's pathology ramps up; its alert's budget times an abrupt onset (the ramp measured
-# 5 steps over budget here). Sharpening the demo's ramp is left to a change that reruns the
-# end-to-end test.
-_GRADUAL = "the demo's entry ramps up (%s): the budget is for an abrupt onset"
 _ENGINE = ("the rollout engine's own series: its demo is the stand-in engine "
            "(exporter/demo/engine.py, alerts/scenarios.py ENGINE_EXPECTED)")
 
@@ -383,11 +379,7 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLLearningRateZero": from_entry("lr-zero", {"30s": 17, "2m": 16, "10m": 13}),
     "RLNoInformativeGroups": from_entry("no-signal", {"30s": 16, "2m": 15, "10m": 12}),
     "RLResponseTruncationHigh": from_entry("length-truncation", {"30s": 10, "2m": 10, "10m": 8}),
-    "RLLengthFallingRewardRising": Pathology(
-        _set(rl_response_length_tokens=lambda v, i, r: _u(r, 150, 250),
-             rl_reward=lambda v, i, r: min(0.99, v["rl_reward"] + 0.2),
-             rl_score=lambda v, i, r: min(0.99, v["rl_score"] + 0.2)), {"30s": 8, "2m": 7, "10m": 6},
-        why=_GRADUAL % "length shrinks 6 % a step, reward rises 0.015 a step"),
+    "RLLengthFallingRewardRising": from_entry("reward-hacking", {"30s": 8, "2m": 7, "10m": 6}),
     "RLValidationRegressing": from_entry("validation-regression", {"30s": 56, "2m": 55, "10m": 55}),
     "RLCriticNotLearning": from_entry("critic-not-learning", {"30s": 17, "2m": 16, "10m": 13}),
     "RLPreferenceOverfit": from_entry("dpo-overfit", {"30s": 17, "2m": 16, "10m": 13}),

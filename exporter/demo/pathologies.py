@@ -341,9 +341,9 @@ PATHOLOGIES: tuple[Pathology, ...] = (
     Pathology(
         "reward-hacking", {"RLLengthFallingRewardRising": ()},
         f"{DICTIONARY}, section 12 (responses shorten while the reward rises)",
-        edits=(("rl_response_length_tokens", times(lambda t: max(0.35, 1 - 0.06 * t))),
-               ('rl_response_length_tokens{stat="max"}', times(lambda t: max(0.35, 1 - 0.06 * t))),
-               ("rl_score", grow(0.015, hi=0.98)), ("rl_reward", grow(0.015, hi=0.98)))),
+        edits=(("rl_response_length_tokens", times(lambda t: max(0.35, 0.6 - 0.03 * t))),
+               ('rl_response_length_tokens{stat="max"}', times(lambda t: max(0.35, 0.6 - 0.03 * t))),
+               ("rl_score", grow(0.015, offset=0.06, hi=0.98)), ("rl_reward", grow(0.015, offset=0.06, hi=0.98)))),
     Pathology(
         "validation-regression", {"RLValidationRegressing": ()},
         f"{VERL_GUIDE} (held-out scores fall while training goes on)",
