@@ -13,7 +13,7 @@ An edit is (series, op); an op maps the series' value `x` at `t` steps after the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 MAX_RESPONSE_LENGTH = 1024      # the simulated runs' rollout.response_length

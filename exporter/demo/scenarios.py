@@ -4,7 +4,7 @@ trainer's dict: side series (NVML, run configuration, phases in progress) and th
 blocking trainer."""
 from __future__ import annotations
 
-from .pathologies import BY_NAME, CRASH_EVERY, PATHOLOGIES  # noqa: F401  (CRASH_EVERY: tests)
+from .pathologies import CRASH_EVERY, PATHOLOGIES  # noqa: F401  (CRASH_EVERY: the crash-loop test)
 
 SCENARIOS = {p.name: p for p in PATHOLOGIES if p.demo}
 
