@@ -7,9 +7,10 @@ from __future__ import annotations
 import math
 import random
 
-from .scenarios import PREPARE, SCENARIOS, side_series
+from .frames import FrameView
+from .pathologies import MAX_RESPONSE_LENGTH, apply
+from .scenarios import SCENARIOS, side_series
 
-MAX_RESPONSE_LENGTH = 1024
 GROUPS = 64
 
 
@@ -25,6 +26,7 @@ class SimulatedRun:
         self.total = max(total_steps, 1)
         self.tokens = 0
         self.zero_grad_skips = 0
+        self.counters: dict = {}    # the running totals of counters a pathology advances
         self.exporter = None
 
     def attach(self, exporter) -> None:
@@ -95,8 +97,6 @@ class SimulatedRun:
             "optim/nonfinite_skips_total": 0,
             "optim/nonfinite_skips_consecutive": 0,
             "optim/zero_grad_skips_total": self.zero_grad_skips,
-            "_max_response_length": MAX_RESPONSE_LENGTH,
-            "_zero_grad_base": self.zero_grad_skips,
         }
         for name, secs in timings.items():
             f[f"timing_s/{name}"] = secs
@@ -107,14 +107,14 @@ class SimulatedRun:
         if self.exporter is not None:
             for metric, value, labels in self.side_series(step):
                 self.exporter.store.set(metric, value, labels)
-        prepare = PREPARE.get(self.scenario)
-        if prepare is not None:
-            f = prepare(f, step, r)
+        pathology = SCENARIOS[self.scenario]
+        view = FrameView(f, self.counters)
+        apply(pathology.before, view, step, r)
         if step >= self.onset:
-            f = SCENARIOS[self.scenario](f, step - self.onset, r)
-            if f is None:
+            if pathology.stop:
                 return None
+            apply(pathology.edits, view, step - self.onset, r)
+            if pathology.call is not None:
+                pathology.call(view, step - self.onset, r)
         self.zero_grad_skips = int(f.get("optim/zero_grad_skips_total", self.zero_grad_skips))
-        f.pop("_max_response_length", None)
-        f.pop("_zero_grad_base", None)
         return f

@@ -36,11 +36,12 @@ def count_samples(registry) -> collections.Counter:
 
 def full_frame(step: int = 10) -> dict:
     from . import SimulatedRun
-    from .scenarios import PREPARE
+    from .frames import FrameView
+    from .pathologies import PATHOLOGIES, apply
     sim = SimulatedRun("healthy", seed=0, val_every=step)
     frame = sim.frame(step)
-    for prepare in dict.fromkeys(PREPARE.values()):
-        frame = prepare(frame, step, sim.rng)
+    for p in PATHOLOGIES:  # every series some scenario adds before its onset
+        apply(p.before, FrameView(frame, {}), step, sim.rng)
     return frame
 
 

@@ -17,7 +17,7 @@ frames go through that framework's vocabulary like a real trainer's.
 
 Run kinds (fractions of the fleet, at least one of each from 5 runs on):
   healthy     advancing steps;
-  failing     a failure scenario (exporter/demo/scenarios.py) from a few steps in;
+  failing     a failure scenario (exporter/demo/pathologies.py) from a few steps in;
   finished    reached rl_config_value{parameter="total_training_steps"}, still serving;
   restarting  rank processes restart every few steps: down for a tick, counters reset,
               the step rewinds to the last checkpoint;
