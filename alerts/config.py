@@ -59,6 +59,11 @@ CONFIG: dict[str, object] = {
     # puts a 6-step mean within about +-0.05 of the level, far inside 0.3 x 0.6.
     "reward_drop_ratio": 0.3,
     "reward_drop_min": 0.05,
+    # ... and by this many per-step standard deviations of the baseline window: the recent mean
+    # of >= 5 steps against a 4x longer baseline has a standard error of at most 0.5 sigma, so
+    # 1.5 sigma is three of them. A reward that swings 0-2.5 from one prompt to the next (TRL
+    # with one prompt a step) drops 30 % over five steps by chance; a collapse does not need luck.
+    "reward_noise_sigmas": 1.5,
     # ---- trends: a slow drift moves the baseline along with it, so recent-vs-baseline rules
     # never see it; the best baseline level of the trend window (TREND_FACTOR recent windows,
     # 50-200 steps) does. Reward declining: the recent mean this fraction of |best| below the
@@ -104,6 +109,8 @@ CONFIG: dict[str, object] = {
     # Gradient explosion: recent mean grad norm this many times its baseline mean (seed 002
     # measured 0.35-4.95 in one healthy run, so the absolute value says little).
     "grad_norm_explosion_factor": 10,
+    # (a baseline median at or under grad_norm_vanishing is no normal level to multiply: runs
+    # whose gradient is exactly 0 on most steps of a window have a baseline median of ~0)
     # Grad norm pinned at the clip: the pre-clip norm at or above max_grad_norm on every
     # sample of a window holding this many steps (a healthy run crosses the clip now and then).
     "grad_clip_pinned_steps": 16,

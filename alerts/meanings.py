@@ -41,11 +41,13 @@ MEANING: dict[str, str] = {
                               "the exporter) or optimizer non-finite skips in {recent}. One skipped "
                               "update is harmless; repeats are a trend.",
     "RLRewardCollapse": "the mean task reward of {recent} fell more than [[reward_drop_ratio]] x "
-                        "|baseline| and more than [[reward_drop_min]] below {baseline}. The task reward "
+                        "|baseline|, more than [[reward_drop_min]] and more than [[reward_noise_sigmas]] "
+                        "per-step standard deviations of the baseline window below {baseline}. The task reward "
                         "is the raw score (`rl_score`: veRL `critic/score`, slime/Miles "
                         "`rollout/raw_reward`) where logged, else `rl_reward`.",
     "RLRewardDeclining": "the mean task reward of {recent} is more than [[reward_decline_ratio]] x "
-                         "|best| and more than [[reward_drop_min]] below {best}: a decline too slow "
+                         "|best|, more than [[reward_drop_min]] and more than [[reward_noise_sigmas]] "
+                         "per-step standard deviations of the baseline window below {best}: a decline too slow "
                          "for RLRewardCollapse, whose baseline drifts down with it.",
     "RLEntropyCollapse": "mean token entropy (`rl_entropy`; veRL up to v0.3.0.post1 logs it as "
                          "`actor/entropy_loss`) over {recent} is below [[entropy_collapse_ratio]] x "
@@ -75,7 +77,8 @@ MEANING: dict[str, str] = {
     "RLGradNormExplosion": "the median gradient norm of {recent} is more than "
                            "[[grad_norm_explosion_factor]] x the median of {baseline}. A median: one "
                            "skipped step's Inf does not move it, and a spike of one or two steps "
-                           "does not fire.",
+                           "does not fire. A baseline median at or under [[grad_norm_vanishing]] (a "
+                           "gradient that is exactly 0 on most steps) is no level to multiply.",
     "RLGradNormPinnedAtClip": "the pre-clip gradient norm stayed at or above `max_grad_norm` "
                               "(`rl_config_value{parameter=\"max_grad_norm\"}`) on every sample of the "
                               "shortest step window holding at least [[grad_clip_pinned_steps]] steps: "

@@ -48,6 +48,12 @@ def _recordings() -> list[Recording]:
         # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
         # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
         *_pair("rl_task_reward", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]),
+        # its per-step spread over the baseline window: a drop must stand out of the noise (a
+        # sharp drop fires as soon as the recent window holds only the new level, before the
+        # baseline window holds any of it)
+        Recording("run:rl_task_reward:stddev_baseline",
+                  ladder(alternatives("stddev_over_time", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)],
+                                      baseline=True)) + f"\nand on (run) {READY}"),
         # the best (lowest) baseline level over the trend window: a slow drift moves the
         # baseline along with it, so only the level it held earlier shows the drift
         # (never across a segment start: the level a previous run held is not this one's)

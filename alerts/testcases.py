@@ -59,8 +59,8 @@ CASES: dict[str, dict] = {
         at="15m", desc="Run r skipped 14 updates in a row for a non-finite loss or gradient.",
         silent=[s("rl_optimizer_consecutive_nonfinite_skips", "1 0 2 0 1 0 2 0")], silent_at="7m"),
     "RLRewardCollapse": dict(
-        fire=[s("rl_reward", "0.6x80 0.2x20")], at="95m",
-        desc='Run r: mean task reward fell by 0.210 below its baseline over the preceding steps.',
+        fire=[s("rl_reward", "0.6x80 0.2x20")], at="90m",
+        desc='Run r: mean task reward fell by 0.305 below its baseline over the preceding steps.',
         silent=[s("rl_reward", " ".join(str(round(0.53 + 0.0035 * i + (0.03 if i % 2 else -0.03), 4))
                                         for i in range(100)))], silent_at="95m"),
     # 10 steps of warm-up, then a slow slide 0.6 -> 0.3 over 120 steps: each step-to-step

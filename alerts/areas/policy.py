@@ -55,7 +55,8 @@ ALERTS: list[Alert] = [
           f"Run {R} reports clip fraction {{{{ printf \"%.4f\" $value }}}} with one mini-batch per "
           "step, where the ratio is identically 1."),
     Alert("RLGradNormExplosion", "warning",
-          "run:rl_grad_norm:median_recent\n> {grad_norm_explosion_factor} * run:rl_grad_norm:median_baseline",
+          "run:rl_grad_norm:median_recent\n> {grad_norm_explosion_factor} * run:rl_grad_norm:median_baseline\n"
+          "and on (run) run:rl_grad_norm:median_baseline > {grad_norm_vanishing}",
           Dur(60), "Gradient norm exploded relative to the run's own baseline.",
           f"Run {R}: median gradient norm is {{{{ printf \"%.3g\" $value }}}}, more than "
           "[[grad_norm_explosion_factor]]x its baseline over the preceding steps."),

@@ -226,7 +226,8 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         edits=(("rl_grad_norm", times(lambda t: 30 * 1.3 ** t)),
                ("rl_policy_loss", times(lambda t: 5 + t)))),
     Pathology(
-        "length-truncation", {"RLResponseTruncationHigh": ()},
+        # once the reward plateaus, answers at the cap with most of them cut are a runaway too
+        "length-truncation", {"RLResponseTruncationHigh": (), "RLResponseLengthRunaway": ()},
         f"{DICTIONARY}, section 12 (responses run into the length limit)",
         edits=(("rl_response_length_tokens", grow(60, offset=60, hi=0.97 * MAX_RESPONSE_LENGTH)),
                ('rl_response_length_tokens{stat="max"}', to(float(MAX_RESPONSE_LENGTH))),
