@@ -203,8 +203,9 @@ class HangWatch:
         return self.captured[-1] if self.captured else None
 
 
-def stacks_app(exporter, token: str | None = None):
-    """WSGI app for GET /debug/stacks: the stacks now, then the last hang's capture."""
+def guarded_text_app(body, max_bytes: int, token: str | None = None):
+    """WSGI app answering GET with the text body() returns, cut at max_bytes: loopback-only
+    unless the token is set and sent (the /debug/stacks rule of the hook and the sidecar)."""
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
     def app(environ, start_response):
@@ -215,13 +216,20 @@ def stacks_app(exporter, token: str | None = None):
         if denied is not None:
             start_response(denied[0], [("Content-Type", "text/plain")])
             return [denied[1].encode()]
-        body = dump_stacks(f"# rl-exporter stacks on demand: run {exporter.run}, pid {os.getpid()}\n")
-        watch = getattr(exporter, "hang_watch", None)
-        last = watch.last() if watch is not None else None
-        if last is not None:
-            body += "\n\n# last hang capture\n" + last["stacks"]
-        data = body.encode("utf-8", "replace")[:2 * MAX_DUMP_BYTES + 4096]
+        data = body().encode("utf-8", "replace")[:max_bytes]
         start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"),
                                   ("Content-Length", str(len(data)))])
         return [data]
     return app
+
+
+def stacks_app(exporter, token: str | None = None):
+    """WSGI app for GET /debug/stacks: the stacks now, then the last hang's capture."""
+    def body() -> str:
+        text = dump_stacks(f"# rl-exporter stacks on demand: run {exporter.run}, pid {os.getpid()}\n")
+        watch = getattr(exporter, "hang_watch", None)
+        last = watch.last() if watch is not None else None
+        if last is not None:
+            text += "\n\n# last hang capture\n" + last["stacks"]
+        return text
+    return guarded_text_app(body, 2 * MAX_DUMP_BYTES + 4096, token)

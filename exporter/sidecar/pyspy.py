@@ -20,8 +20,7 @@ import os
 import shutil
 import subprocess
 
-from ..stacks import MAX_DUMP_BYTES, HangWatch, access
-from ..stacks import TOKEN_ENV
+from ..stacks import MAX_DUMP_BYTES, HangWatch, guarded_text_app
 
 log = logging.getLogger("rl_exporter.sidecar")
 
@@ -180,27 +179,14 @@ class SidecarWatch(HangWatch):
 def stacks_app(sidecar, token: str | None = None):
     """GET /debug/stacks on the sidecar: each run's last py-spy capture (no dump on demand:
     a request never makes the sidecar ptrace the trainer)."""
-    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-
-    def app(environ, start_response):
-        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
-            start_response("405 Method Not Allowed", [("Allow", "GET"), ("Content-Type", "text/plain")])
-            return [b"GET only\n"]
-        denied = access(environ, token)
-        if denied is not None:
-            start_response(denied[0], [("Content-Type", "text/plain")])
-            return [denied[1].encode()]
+    def body() -> str:
         parts = []
         for (run, _fw), p in sorted(sidecar.pipelines.items()):
             watch = getattr(p, "hang_watch", None)
             last = watch.last() if watch is not None else None
             if last is not None:
                 parts.append(f"# last hang capture of run {run}\n" + last["stacks"])
-        body = "\n\n".join(parts) if parts else (
+        return "\n\n".join(parts) if parts else (
             "# no hang captured yet: serve takes the trainer's stacks with py-spy once per "
             "stall (docs/status.md)\n")
-        data = body.encode("utf-8", "replace")[:4 * MAX_DUMP_BYTES]
-        start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"),
-                                  ("Content-Length", str(len(data)))])
-        return [data]
-    return app
+    return guarded_text_app(body, 4 * MAX_DUMP_BYTES, token)
