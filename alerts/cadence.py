@@ -51,6 +51,7 @@ from typing import Callable
 from exporter import rules as shipped
 from exporter.demo import pathologies as shared
 from .rules import ALERTS
+from .recordings import alert_metrics
 from .render import yaml_text
 
 HERE = Path(__file__).resolve().parent
@@ -750,7 +751,7 @@ def _reads(alert: str) -> set[str]:
     """Series names a pathology run keeps: what the alert reads, and ALWAYS."""
     rule = next(a for a in ALERTS if a.name == alert)
     engine_up = {ENGINE_UP} if "{engine_job_selector}" in rule.expr else set()
-    return set(rule.metrics) | ALWAYS | engine_up
+    return set(alert_metrics(rule)) | ALWAYS | engine_up
 
 
 def measured() -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from exporter import rules as shipped
+from .recordings import alert_metrics
 from .rules import ALERTS
 from .render import duration
 
@@ -20,7 +21,7 @@ def alerts_table() -> str:
     rows = ["| Alert | Severity | for | Reads (derived from the expression and its recording rules) |",
             "|---|---|---|---|"]
     for a in ALERTS:
-        reads = ", ".join(f"`{m}`" for m in a.metrics)
+        reads = ", ".join(f"`{m}`" for m in alert_metrics(a))
         rows.append(f"| [{a.name}](../exporter/rules/runbook.md#{a.name.lower()}) | {a.severity} | "
                     f"{duration(a.for_.seconds)} | {reads} |")
     return "\n".join(rows)

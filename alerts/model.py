@@ -23,9 +23,3 @@ class Alert:
     labels: dict = field(default_factory=dict)
     why_critical: str = ""                 # docs/alerts.md: why this one may wake someone
 
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        """Catalog metrics the alert reads, through the recording rules it uses."""
-        from .recordings import reads  # recordings import the model
-        return tuple(sorted(reads(self.expr) - {"up"}))
-

@@ -233,6 +233,11 @@ RECORDINGS += [
 ]
 
 
+def alert_metrics(alert) -> tuple[str, ...]:
+    """Catalog metrics an alert reads, through the recording rules it uses."""
+    return tuple(sorted(reads(alert.expr) - {"up"}))
+
+
 def metric_names(expr: str) -> set[str]:
     """Metric names an expression selects, this file's recording-rule names excluded (the
     engines' own vllm:*/sglang:* names have colons too). The one PromQL name extractor

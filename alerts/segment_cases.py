@@ -11,7 +11,7 @@ here: 20m + 80m); a real collapse later in the new segment still fires.
 """
 from __future__ import annotations
 
-from .testcases import RUN, s
+from .series import RUN, s
 
 RESTART_AT = 120                    # minutes: step 60 of the first segment was logged at 118m
 CLIMB = "0.2+0.01x59"               # 60 two-minute steps from 0.2 to 0.79

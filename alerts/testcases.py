@@ -6,16 +6,7 @@ from __future__ import annotations
 from .rules import ALERTS
 from .render import render, yaml_text
 
-RUN = 'run="r"'
-
-
-def s(name: str, values: str, **labels) -> dict:
-    lab = ", ".join([RUN] + [f'{k}="{v}"' for k, v in labels.items()])
-    return {"series": f"{name}{{{lab}}}", "values": values}
-
-
-def alt(a, b, n):
-    return " ".join([str(a), str(b)] * n)
+from .series import alt, s
 
 
 # name -> (fire series, eval, extra labels, description), (silent series, eval)

@@ -41,7 +41,7 @@ def test_rules_name_only_catalog_metrics():
             for m in metric_names(r["expr"]):
                 assert m in known, (r, m)
     for a in ALERTS:
-        for m in a.metrics:
+        for m in recordings.alert_metrics(a):
             assert m in CATALOG.metrics or m in ENGINE_SERIES or m in check.PROMETHEUS_NAMES, (a.name, m)
 
 
@@ -78,9 +78,9 @@ def test_hardware_name_typos_fail_the_check():
 def test_alert_metrics_are_derived_through_recording_rules():
     a = rules.alert("RLRewardCollapse")
     # the alert names only recording rules; what it reads comes from their expressions
-    assert "rl_score" not in a.expr and {"rl_score", "rl_reward", "rl_training_step"} <= set(a.metrics)
+    assert "rl_score" not in a.expr and {"rl_score", "rl_reward", "rl_training_step"} <= set(recordings.alert_metrics(a))
     # its NVML baseline is gated on the step-window evidence, which no segment start crosses
-    assert rules.alert("RLGPUMemoryNearFull").metrics == (
+    assert recordings.alert_metrics(rules.alert("RLGPUMemoryNearFull")) == (
         "hw_gpu_memory_limit_bytes", "hw_gpu_memory_usage_bytes", "rl_gpu_memory_peak_bytes",
         "rl_run_segment_start_timestamp_seconds", "rl_training_step")
 
