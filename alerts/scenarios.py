@@ -11,6 +11,8 @@ from __future__ import annotations
 from exporter.demo.pathologies import PATHOLOGIES
 
 EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {p.name: dict(p.alerts) for p in PATHOLOGIES}
+# alerts a scenario may also fire, depending on how fast the demo steps (never required)
+MAY: dict[str, set[str]] = {p.name: set(p.may) for p in PATHOLOGIES}
 
 # Alerts on the rollout engines' own series: proven end to end against the stand-in engine
 # (`python -m exporter.demo.engine --scenario S`) scraped beside the demo with the run's label

@@ -45,7 +45,7 @@ class SimulatedRun:
         entropy = 0.4 + 0.8 * math.exp(-3 * p) + noise(0.02)
         resp = 300 + 150 * p + noise(10)
         warm = min(1.0, step / 10)
-        lr = 1e-6 * warm * (0.5 * (1 + math.cos(math.pi * p)))
+        lr = 1e-6 * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))  # cosine to a 10 % floor (min_lr)
         timings = {"gen": 40 + noise(2), "reward": 2 + noise(0.1), "old_log_prob": 8 + noise(0.4),
                    "ref": 6 + noise(0.3), "adv": 0.1, "update_actor": 20 + noise(1),
                    "update_weights": 1.2 + noise(0.05)}
