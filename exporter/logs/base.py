@@ -155,11 +155,10 @@ _PAIR = re.compile(
     r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[\w.]+\([^()]*\)|[^,{}\[\]()]+?)\s*(?:,|$)""")
 
 
-def dict_end(text: str, start: int) -> int:
-    """Index of the brace that closes the dict opening at `start` (quotes and nesting kept
-    apart), or -1 when it does not close on this line. A dict printed inside another record
-    (a Kaggle notebook log's JSON "data" string) is followed by that record's own braces."""
-    depth, quote, i, n = 0, "", start, len(text)
+def brackets(text: str, start: int = 0):
+    """(index, character) of every bracket from `start` on that is not inside a quoted string
+    (a backslash escapes the next character inside quotes)."""
+    quote, i, n = "", start, len(text)
     while i < n:
         c = text[i]
         if quote:
@@ -169,13 +168,20 @@ def dict_end(text: str, start: int) -> int:
                 quote = ""
         elif c in "'\"":
             quote = c
-        elif c in "{[(":
-            depth += 1
-        elif c in "}])":
-            depth -= 1
-            if depth == 0:
-                return i if c == "}" else -1
+        elif c in "{[()]}":
+            yield i, c
         i += 1
+
+
+def dict_end(text: str, start: int) -> int:
+    """Index of the brace that closes the dict opening at `start` (quotes and nesting kept
+    apart), or -1 when it does not close on this line. A dict printed inside another record
+    (a Kaggle notebook log's JSON "data" string) is followed by that record's own braces."""
+    depth = 0
+    for i, c in brackets(text, start):
+        depth += 1 if c in "{[(" else -1
+        if depth == 0:
+            return i if c == "}" else -1
     return -1
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .base import Frame, Parser, number
+from .base import Frame, Parser, brackets, number
 
 VERL_FORMAT = "verl_config"
 ARGS_FORMAT = "megatron_args"
@@ -79,23 +79,7 @@ def _put(out: dict, key: str, value) -> None:
 
 def _depth(text: str, depth: int) -> int:
     """Bracket depth after text, brackets inside quoted strings not counted."""
-    quote = None
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in "{[(":
-            depth += 1
-        elif c in "}])":
-            depth -= 1
-        i += 1
-    return depth
+    return depth + sum(1 if c in "{[(" else -1 for _, c in brackets(text))
 
 
 def verl_settings(cfg: dict) -> dict:
