@@ -29,6 +29,9 @@ def add_arguments(p):
     p.add_argument("--otlp-endpoint", default=None,
                    help="also push OTLP http/protobuf here (or set OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("--exit-after", action="store_true", help="exit after --steps instead of serving on")
+    p.add_argument("--start-on-scrape", action="store_true",
+                   help="hold step 1 until the first scrape of /metrics, so a Prometheus started "
+                        "after the demo still sees the run's healthy start before --onset")
     p.add_argument("--spool", default=None, metavar="PATH",
                    help="also append every frame to this spool JSONL (for `rl-exporter doctor`)")
     fleet = p.add_argument_group("fleet (many simulated runs and ranks in this one process)")
@@ -65,6 +68,8 @@ def run(args) -> int:
     sim.attach(ex)  # simulated NVML sampler and run-configuration series
     print(f"rl-exporter demo ({args.scenario}): scrape {ex.url}", flush=True)
     try:
+        if args.start_on_scrape:
+            ex.endpoint.scraped.wait()
         step = 0
         while not args.steps or step < args.steps:
             step += 1

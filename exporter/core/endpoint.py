@@ -92,6 +92,7 @@ class Endpoint:
         self.bind_retry_s = bind_retry_s
         self._slots = threading.BoundedSemaphore(max_connections)
         self.stats = {"refused": 0, "timed_out": 0}
+        self.scraped = threading.Event()  # set by the first GET/HEAD of /metrics
         self._said: set = set()
         self.health = health or (lambda: {"status": "ok"})
         self.routes: dict[str, object] = {}  # path -> wsgi app for POST
@@ -118,6 +119,7 @@ class Endpoint:
                                                       ("Content-Type", "text/plain")])
             return [b"read-only endpoint\n"]
         if path == "/metrics":
+            self.scraped.set()
             if method == "HEAD":  # prometheus_client's app answers 405 to HEAD
                 body = self._metrics_app(dict(environ, REQUEST_METHOD="GET"), start_response)
                 close = getattr(body, "close", None)

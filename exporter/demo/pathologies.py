@@ -231,7 +231,10 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         f"{DICTIONARY}, section 12 (responses run into the length limit)",
         edits=(("rl_response_length_tokens", grow(60, offset=60, hi=0.97 * MAX_RESPONSE_LENGTH)),
                ('rl_response_length_tokens{stat="max"}', to(float(MAX_RESPONSE_LENGTH))),
-               ("rl_response_truncated_ratio", ramp(0.6, 0.02, hi=0.9)))),
+               ("rl_response_truncated_ratio", ramp(0.6, 0.02, hi=0.9))),
+        # lengths more than double while the reward stops rising: a runaway as well, whose
+        # trend baseline needs enough steps scraped before the onset to show it
+        may=("RLResponseLengthRunaway",)),
     # every group ties: advantages vanish, the gradient is exactly zero, nothing learns
     Pathology(
         "no-signal", {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": (),

@@ -87,3 +87,31 @@ def test_healthy_demo_goodput_breakdown():
     assert b["startup"] == pytest.approx(120.5, abs=0.01)  # 120 s + 0.5 s gap; the step is step
     assert b["restart"] == b["stalled"] == 0.0
     assert 0.7 < snap["ratio"] < 0.85
+
+
+def test_start_on_scrape_holds_step_one_until_metrics_is_scraped():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.Popen([sys.executable, "-m", "exporter.cli", "demo", "--interval", "0.05",
+                          "--port", "0", "--start-on-scrape"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        line = p.stdout.readline()
+        assert "scrape http" in line, line
+        url = line.rsplit(" ", 1)[1].strip()
+        base = url[: -len("/metrics")]
+        time.sleep(1.0)  # 20 steps' worth of time, yet no step may have been logged
+        assert json.loads(get(base + "/status")).get("step") in (None, 0)
+
+        def step():
+            for ln in get(url).splitlines():
+                if ln.startswith("rl_training_step{"):
+                    return float(ln.rsplit(" ", 1)[1])
+            return None
+        assert step() is None, "a step was exported before the first scrape"
+        deadline = time.time() + 20
+        while time.time() < deadline and not step():
+            time.sleep(0.2)
+        assert step() and step() >= 1
+    finally:
+        p.terminate()
+        p.wait(timeout=20)
