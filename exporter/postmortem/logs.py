@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
 from ..logs.base import clean
+from ..logs.traceback import Crash, Tracebacks
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
@@ -65,6 +66,8 @@ class LogStats:
     rejected: dict = field(default_factory=dict)
     skipped_lines: int = 0
     other_runs: int = 0
+    crash: Crash | None = None     # the exception whose traceback follows the last record
+    crash_time: float | None = None  # the last timestamp the log carries up to that line
 
 
 class LogError(Exception):
@@ -148,6 +151,7 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
             yield r.frame, None, r.framework
     else:
         done = 0
+        tracebacks = Tracebacks()
         with open_log(path) as fh:
             for n, raw in enumerate(fh):
                 done += len(raw)
@@ -161,7 +165,12 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
                     last_ts = t
                 for r in reader.feed(raw):
                     stats.frames += 1
+                    tracebacks.record()
                     yield r.frame, last_ts, r.framework
+                tracebacks.line(raw)
+                if tracebacks.crash is not stats.crash:
+                    stats.crash = tracebacks.crash
+                    stats.crash_time = last_ts if stats.crash is not None else None
                 if on_bytes is not None and not n & 1023:
                     on_bytes(done)
         for r in reader.flush():  # a record still open at the end (a log cut by a crash)
