@@ -415,7 +415,7 @@ PATHOLOGIES: dict[str, Pathology] = {
     "RLNonFiniteLoss": from_entry("nan-loss", {"30s": 17, "2m": 7, "10m": 13}),
     "RLOptimizerNonFiniteSkips": from_entry("nan-loss", {"30s": 10, "2m": 8, "10m": 8}),
     "RLNonFiniteGradSkipped": from_entry("nan-loss", {"30s": 8, "2m": 7, "10m": 7}),
-    "RLRewardCollapse": from_entry("no-signal", {"30s": 10, "2m": 8, "10m": 7}),
+    "RLRewardCollapse": from_entry("no-signal", {"30s": 10, "2m": 9, "10m": 7}),
     # a slow slide, under 1 % of the level a step: the step-to-step baseline follows it down
     "RLRewardDeclining": Pathology(_set(rl_reward=lambda v, i, r: v["rl_reward"] * max(0.3, 1 - 0.008 * i),
                                         rl_score=lambda v, i, r: v["rl_score"] * max(0.3, 1 - 0.008 * i)),

@@ -206,6 +206,11 @@ BASELINE_FACTOR = 4
 # The trend window, in recent windows (a structural constant like the two above: the windows
 # are computed at render time, so it is not a tunable threshold).
 TREND_FACTOR = 10
+# The task reward is judged over windows this many times the rung's (10-40 steps, baselines
+# and the trend window with them): it is the noisiest series a trainer logs (a mean over a few
+# groups, in multiples of 1/group size), and some trainers log it on rollout steps only, every
+# other step, so five steps would hold two or three values of it.
+REWARD_WINDOW_FACTOR = 2
 
 
 # ================================================================== phases in progress, GPU time by

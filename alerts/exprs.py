@@ -18,28 +18,34 @@ def step_changes(i: int) -> str:
 
 
 def ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -> str:
-    """`value` (with {W}, {BW}, {TW}: the window, its baseline window and the trend window)
-    over the shortest window tier holding at least `min_steps` step changes, per run."""
+    """`value` (with {W}, {BW}, {TW}: the window, its baseline window and the trend window;
+    {TWS}: all three in seconds; {RW}, {RBW}, {RTW}, {RWBS}, {RTWS}: the reward's, longer by
+    REWARD_WINDOW_FACTOR) over the shortest window tier holding at least `min_steps` step
+    changes, per run."""
     parts = []
     for i in TIERS:
-        v = value.replace("{W}", f"{{w{i}}}").replace("{BW}", f"{{bw{i}}}").replace("{TW}", f"{{tw{i}}}")
-        v = v.replace("{TWS}", f"{{tws{i}}}")
+        v = value
+        for name in ("RWBS", "RTWS", "RW", "RBW", "RTW", "TWS", "W", "BW", "TW"):
+            v = v.replace("{" + name + "}", f"{{{name.lower()}{i}}}")
         parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})")
     return "(\n" + "\nor\n".join(parts) + "\n)"
 
 
 def over(fn: str, metric: str, sel: str = PRIMARY, by: str = "run", agg: str | None = None,
-          baseline: bool = False) -> str:
+          baseline: bool = False, reward: bool = False) -> str:
+    """`fn` of a metric over the recent window (or its baseline window), aggregated by `by`;
+    `reward`: over the reward's longer windows."""
     agg = agg or {"avg_over_time": "avg", "max_over_time": "max", "min_over_time": "min"}.get(fn, "max")
-    rng = "[{BW}] offset {W}" if baseline else "[{W}]"
+    w, bw = ("{RW}", "{RBW}") if reward else ("{W}", "{BW}")
+    rng = f"[{bw}] offset {w}" if baseline else f"[{w}]"
     if fn == "median":
         return f"max by ({by}) (quantile_over_time(0.5, {metric}{sel}{rng}))"
     return f"{agg} by ({by}) ({fn}({metric}{sel}{rng}))"
 
 
-def alternatives(fn, alts, by="run", baseline=False) -> str:
+def alternatives(fn, alts, by="run", baseline=False, reward=False) -> str:
     """The first of several (metric, selector) sources a run has, per label set of `by`."""
-    return " or ".join(over(fn, m, sel, by, baseline=baseline) for m, sel in alts)
+    return " or ".join(over(fn, m, sel, by, baseline=baseline, reward=reward) for m, sel in alts)
 
 
 READY = "run:rl_step_window:baseline_steps"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from .rules import ALERTS
-from .config import BASELINE_FACTOR, CONFIG, TIERS, TREND_FACTOR, Dur
+from .config import BASELINE_FACTOR, CONFIG, REWARD_WINDOW_FACTOR, TIERS, TREND_FACTOR, Dur
 from .rules import alert
 
 MEANING: dict[str, str] = {
@@ -44,11 +44,11 @@ MEANING: dict[str, str] = {
                         "|baseline|, more than [[reward_drop_min]] and more than [[reward_noise_sigmas]] "
                         "per-step standard deviations of the baseline window below {baseline}. The task reward "
                         "is the raw score (`rl_score`: veRL `critic/score`, slime/Miles "
-                        "`rollout/raw_reward`) where logged, else `rl_reward`.",
+                        "`rollout/raw_reward`) where logged, else `rl_reward`. {reward}",
     "RLRewardDeclining": "the mean task reward of {recent} is more than [[reward_decline_ratio]] x "
                          "|best|, more than [[reward_drop_min]] and more than [[reward_noise_sigmas]] "
                          "per-step standard deviations of the baseline window below {best}: a decline too slow "
-                         "for RLRewardCollapse, whose baseline drifts down with it.",
+                         "for RLRewardCollapse, whose baseline drifts down with it. {reward}",
     "RLEntropyCollapse": "mean token entropy (`rl_entropy`; veRL up to v0.3.0.post1 logs it as "
                          "`actor/entropy_loss`) over {recent} is below [[entropy_collapse_ratio]] x "
                          "{baseline}.",
@@ -230,6 +230,12 @@ def trend_phrase(which: str) -> str:
             f"{TREND_FACTOR * CONFIG['recent_min_steps']}-{TREND_FACTOR * 4 * CONFIG['recent_min_steps']} steps)")
 
 
+def reward_phrase() -> str:
+    return (f"The reward's windows, baseline and trend window are {REWARD_WINDOW_FACTOR}x those of "
+            f"the other rules ({REWARD_WINDOW_FACTOR * CONFIG['recent_min_steps']} steps or more): "
+            "a reward is a mean over a few groups, and some trainers log it on rollout steps only.")
+
+
 def baseline_phrase() -> str:
     return (f"its baseline (the {BASELINE_FACTOR}x longer window just before, holding at least "
             f"{CONFIG['baseline_min_steps']} steps, once the run is past step {CONFIG['warmup_steps']})")
@@ -247,6 +253,7 @@ def meaning(name: str) -> str:
     a = alert(name)
     text = MEANING[name].replace("{recent}", recent_phrase()).replace("{baseline}", baseline_phrase())
     text = text.replace("{best}", trend_phrase("best")).replace("{lowest}", trend_phrase("lowest"))
+    text = text.replace("{reward}", reward_phrase())
     return fill(text.replace("{for}", f"for {words(a.for_.seconds)}"))
 
 

@@ -13,21 +13,29 @@ from .model import Recording
 
 
 def _pair(name: str, alts, by: str = "run", fn: str = "avg_over_time",
-          base_fn: str = "avg_over_time") -> list[Recording]:
+          base_fn: str = "avg_over_time", reward: bool = False) -> list[Recording]:
     """Recent level (`<level>:<name>:avg_recent`) and its baseline (`..:avg_baseline`, present only
-    with enough baseline steps and past warm-up) of a step-windowed metric."""
+    with enough baseline steps and past warm-up) of a step-windowed metric. `reward`: over the
+    reward's longer windows (config.REWARD_WINDOW_FACTOR), never across a segment start."""
     level = by.replace(", ", "_")
     op = fn.split("_")[0]
     bop = base_fn.split("_")[0]
-    return [Recording(f"{level}:{name}:{op}_recent", ladder(alternatives(fn, alts, by), by=by)),
+    base = alternatives(base_fn, alts, by, baseline=True, reward=reward)
+    return [Recording(f"{level}:{name}:{op}_recent", ladder(alternatives(fn, alts, by, reward=reward), by=by)),
             Recording(f"{level}:{name}:{bop}_baseline",
-                      ladder(alternatives(base_fn, alts, by, baseline=True), by=by)
+                      ladder(f"{base}{_REWARD_BASELINE_GATE}" if reward else base, by=by)
                       + f"\nand on (run) {READY}")]
 
 
 # the trend window and the baselines it reads (TW + W + BW, {TWS} seconds) all after the last
 # segment start
 _AFTER_SEAM = f"\n  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {{TWS}})"
+# The reward's longer baseline window holds baseline_min_steps steps of its own and begins after
+# the last segment start ({RWBS} seconds: both its windows): the evidence gate
+# (run:rl_step_window:baseline_steps) and the seam gate count the rung's own windows only.
+_REWARD_BASELINE_GATE = (f"\n  and on (run) (max by (run) (changes({STEP}[{{RBW}}] offset {{RW}})) >= {{baseline_min_steps}})"
+                      f"\n  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {{RWBS}})")
+_REWARD = [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]
 
 
 def _recordings() -> list[Recording]:
@@ -47,18 +55,19 @@ def _recordings() -> list[Recording]:
     out += [
         # the raw task score first (veRL critic/score, slime/Miles rollout/raw_reward); the
         # trainer's reward (shaped, or group-normalised on slime/Miles) only where there is none
-        *_pair("rl_task_reward", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]),
+        *_pair("rl_task_reward", _REWARD, reward=True),
         # its per-step spread over the baseline window: a drop must stand out of the noise (a
         # sharp drop fires as soon as the recent window holds only the new level, before the
         # baseline window holds any of it)
         Recording("run:rl_task_reward:stddev_baseline",
-                  ladder(alternatives("stddev_over_time", [("rl_score", PRIMARY), ("rl_reward", PRIMARY)],
-                                      baseline=True)) + f"\nand on (run) {READY}"),
+                  ladder(alternatives("stddev_over_time", _REWARD, baseline=True, reward=True)
+                         + _REWARD_BASELINE_GATE) + f"\nand on (run) {READY}"),
         # the best (lowest) baseline level over the trend window: a slow drift moves the
         # baseline along with it, so only the level it held earlier shows the drift
         # (never across a segment start: the level a previous run held is not this one's)
         Recording("run:rl_task_reward:max_baseline_trend",
-                  ladder("max by (run) (max_over_time(run:rl_task_reward:avg_baseline[{TW}]))" + _AFTER_SEAM)),
+                  ladder("max by (run) (max_over_time(run:rl_task_reward:avg_baseline[{RTW}]))"
+                         + _AFTER_SEAM.replace("{TWS}", "{RTWS}"))),
         *_pair("rl_entropy", [("rl_entropy", PRIMARY)]),
         # medians: one skipped step's Inf must not move the level
         *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),

@@ -14,7 +14,8 @@ import re
 
 from exporter.promql import format_duration, parse_duration
 
-from .config import BASELINE_FACTOR, CONFIG, RUNBOOK_BASE_URL, SEVERITIES, TIERS, TREND_FACTOR, Dur
+from .config import (BASELINE_FACTOR, CONFIG, REWARD_WINDOW_FACTOR, RUNBOOK_BASE_URL, SEVERITIES, TIERS,
+                     TREND_FACTOR, Dur)
 from .recordings import RECORDINGS
 from .rules import ALERTS
 
@@ -79,6 +80,12 @@ def placeholder_values(cfg: dict, time_scale: float) -> dict:
         out[f"tw{i}"] = duration(w * TREND_FACTOR)
         out[f"wbs{i}"] = _num(w * (1 + BASELINE_FACTOR))  # both windows, in seconds
         out[f"tws{i}"] = _num(w * (TREND_FACTOR + 1 + BASELINE_FACTOR))  # and the trend window
+        r = w * REWARD_WINDOW_FACTOR  # the reward's windows (config.REWARD_WINDOW_FACTOR)
+        out[f"rw{i}"] = duration(r)
+        out[f"rbw{i}"] = duration(r * BASELINE_FACTOR)
+        out[f"rtw{i}"] = duration(r * TREND_FACTOR)
+        out[f"rwbs{i}"] = _num(r * (1 + BASELINE_FACTOR))
+        out[f"rtws{i}"] = _num(r * (TREND_FACTOR + 1 + BASELINE_FACTOR))
     return out
 
 

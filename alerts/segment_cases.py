@@ -7,7 +7,8 @@ t = 120m (a second run in the same log: reward 0.2 again, climbing at half the p
 series, the new segment's early values against the old one's late ones are a reward collapse
 from about 20 steps after the restart (past warm-up) for 15 minutes. With the segment start,
 every relative rule waits until its recent and baseline windows begin after the restart (tier 2
-here: 20m + 80m); a real collapse later in the new segment still fires.
+here: 20m + 80m; the reward's are twice as long, 40m + 160m); a real collapse later in the new
+segment still fires.
 """
 from __future__ import annotations
 
@@ -17,11 +18,19 @@ RESTART_AT = 120                    # minutes: step 60 of the first segment was 
 CLIMB = "0.2+0.01x59"               # 60 two-minute steps from 0.2 to 0.79
 AGAIN = "0.2+0.005x99"              # the next run: 0.2 again, climbing at half the pace
 STEPS = "1+1x59"
-SEGMENT_START = s("rl_run_segment_start_timestamp_seconds", f"_x60 {RESTART_AT * 60}x99")
+
+
+def segment_start(steps: int) -> dict:
+    return s("rl_run_segment_start_timestamp_seconds", f"_x60 {RESTART_AT * 60}x{steps - 1}")
+
+
+SEGMENT_START = segment_start(100)
 # the restart as the exporter exports it, and alone: the next run climbs as the first one did
 RESTART = [s("rl_training_step", f"{STEPS} 1+1x99"), s("rl_reward", f"{CLIMB} {AGAIN}")]
-# ... and a next run that climbs to 0.545 and collapses to 0.2 at its step 71 (t = 260m)
-COLLAPSE = [RESTART[0], s("rl_reward", f"{CLIMB} 0.2+0.005x69 0.2x29"), SEGMENT_START]
+# ... and a longer next run that climbs to 0.795 and collapses to 0.2 at its step 121 (t = 360m),
+# after the reward's windows (40m + 160m) begin after the restart (t = 320m)
+COLLAPSE = [s("rl_training_step", f"{STEPS} 1+1x149"),
+            s("rl_reward", f"{CLIMB} 0.2+0.005x119 0.2x29"), segment_start(150)]
 QUIET_FROM, QUIET_TO = 100, 240     # evaluated every 5m over the restart and the 60 steps after it
 
 
@@ -59,9 +68,9 @@ def segment_tests(rules: dict) -> list[dict]:
          "interval": "2m", "input_series": COLLAPSE,
          "alert_rule_test": [
              *({"eval_time": f"{t}m", "alertname": "RLRewardCollapse", "exp_alerts": []}
-               for t in (225, 255)),  # the gate is open, the reward still healthy
-             {"eval_time": "280m", "alertname": "RLRewardCollapse",
-              "exp_alerts": [_fired(r, 0.241)]}]},
+               for t in (330, 355)),  # the gate is open, the reward still healthy
+             {"eval_time": "400m", "alertname": "RLRewardCollapse",
+              "exp_alerts": [_fired(r, 0.393)]}]},
         # one group for both (promtool evaluates every rule of the file at every tick of a group)
         {"name": "a restart at step 1 is no reward collapse: the segment start holds the evidence "
                  "gate until both windows begin after it",

@@ -51,14 +51,14 @@ CASES: dict[str, dict] = {
         silent=[s("rl_optimizer_consecutive_nonfinite_skips", "1 0 2 0 1 0 2 0")], silent_at="7m"),
     "RLRewardCollapse": dict(
         fire=[s("rl_reward", "0.6x80 0.2x20")], at="90m",
-        desc='Run r: mean task reward fell by 0.305 below its baseline over the preceding steps.',
+        desc='Run r: mean task reward fell by 0.364 below its baseline over the preceding steps.',
         silent=[s("rl_reward", " ".join(str(round(0.53 + 0.0035 * i + (0.03 if i % 2 else -0.03), 4))
                                         for i in range(100)))], silent_at="95m"),
     # 10 steps of warm-up, then a slow slide 0.6 -> 0.3 over 120 steps: each step-to-step
     # comparison stays under RLRewardCollapse's bar, the best level held earlier does not
     "RLRewardDeclining": dict(
         fire=[s("rl_reward", "0.6x30 0.6-0.0025x119")], at="150m",
-        desc='Run r: mean task reward is 0.156 below the best level it held over the last tens of '
+        desc='Run r: mean task reward is 0.282 below the best level it held over the last tens of '
              'steps: a slow decline the step-to-step baseline follows.',
         silent=[s("rl_reward", " ".join(str(round(0.53 + 0.0015 * i + (0.03 if i % 2 else -0.03), 4))
                                         for i in range(150)))], silent_at="150m"),
@@ -220,7 +220,7 @@ CASES: dict[str, dict] = {
         silent=[s("rl_gpu_throughput_tokens_per_second", "1200x100", phase="rollout")], silent_at="90m"),
     "RLRewardCollapse (slime: the raw score, not the group-normalised reward)": dict(
         alert="RLRewardCollapse",
-        fire=[s("rl_score", "0.7x80 0.1x20"), s("rl_reward", "0x100")], at="90m", desc='Run r: mean task reward fell by 0.457 below its baseline over the preceding steps.',
+        fire=[s("rl_score", "0.7x80 0.1x20"), s("rl_reward", "0x100")], at="90m", desc='Run r: mean task reward fell by 0.545 below its baseline over the preceding steps.',
         # the normalised reward swings around 0; the raw score holds
         silent=[s("rl_score", "0.7x100"), s("rl_reward", "0x80 -0.3x20")], silent_at="90m"),
     "RLGPUThrottling (violation-time counter)": dict(

@@ -46,25 +46,13 @@ KINDS = {
             "RLPointNonFiniteGradNorm", "RLOptimizerNonFiniteSkips"},
     "kl_blowup": {"RLReferenceKLRunaway", "RLPolicyKLSpike", "RLPointPolicyKLHigh",
                   "RLKLSingleTokenDominates"},
-    "crash": {"RLRunStalled"},
+    "crash": {"RLRunStalled", "RLRunCrashed"},
     "hang": {"RLRunStalled"},
 }
 # labelled failures doctor does not find today, and warnings it raises today on runs labelled
 # healthy that no source range supports (false alarms), each with the reason (the test expects
 # them to fail: it says so the day they are judged right)
-MISSES = {
-    "trl/ijinyu1113_Learned-Remasking-Policy-for-dLLM_2way_checkpoint-2000/trainer_state.json":
-        "RLRewardDeclining (37 times from step 89) and RLRewardCollapse (7 times): the reward is the "
-        "share of 16 samples correct (0 to 0.875 step to step) and comes in runs of all-zero steps "
-        "(every group tied, gradient exactly 0: 272 of 2000 steps); a 5-step mean of such a run "
-        "falls 1.5 per-step standard deviations under the best baseline level by chance while the "
-        "50-step mean rises 0.20 -> 0.37. RLGradNormVanishing at step 323: every norm of a window "
-        "under 0.01, in a run whose largest norm is 0.46 (the veRL guide's bound, met)",
-    "slime/radixark_miles_cp2_ep4_qwen35_gdn.log":
-        "crash: the log ends in a CUDA OutOfMemoryError traceback; RLRunStalled needs the scrape "
-        "to go on while the steps stop, and a finished log has no time after its last line; no "
-        "shipped rule reads a traceback (the truncation half of the label is found)",
-}
+MISSES: dict[str, str] = {}
 ONSET_TOLERANCE = 20  # steps after the labelled onset within which its alert must fire
 SERIOUS = ("warning", "critical")
 

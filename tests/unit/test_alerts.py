@@ -106,11 +106,19 @@ def test_step_window_ladder_scales_and_gates():
     assert gated == {n for n in rec if n.endswith("_baseline")}
     # the trend window's best and lowest levels read only such baselines, over TREND_FACTOR
     # recent windows scaled like them, and never across a segment start
-    for name in ("run:rl_task_reward:max_baseline_trend", "run:rl_response_length_tokens:min_baseline_trend"):
+    # (the reward's windows REWARD_WINDOW_FACTOR = 2 times the rung's)
+    for name, seconds in (("run:rl_task_reward:max_baseline_trend", 4500),
+                          ("run:rl_response_length_tokens:min_baseline_trend", 2250)):
         read = {r for r in recordings.recording_names(rec[name]) if ":changes_w" not in r}
         assert read and read <= gated, name
-        assert "(rl_run_segment_start_timestamp_seconds) < 2250)" in rec[name]  # (10 + 1 + 4) x 150 s
-    assert "run:rl_task_reward:avg_baseline[25m]" in rec["run:rl_task_reward:max_baseline_trend"]
+        # (10 + 1 + 4) x 150 s, x 2 for the reward
+        assert f"(rl_run_segment_start_timestamp_seconds) < {seconds})" in rec[name]
+    assert "run:rl_task_reward:avg_baseline[50m]" in rec["run:rl_task_reward:max_baseline_trend"]
+    # the reward's recent and baseline windows (5m + 20m at this scale) begin after a segment start
+    assert "avg_over_time(rl_score{stat=\"\", split=\"\"}[5m])" in rec["run:rl_task_reward:avg_recent"]
+    for name in ("run:rl_task_reward:avg_baseline", "run:rl_task_reward:stddev_baseline"):
+        assert "[20m] offset 5m" in rec[name]
+        assert "(rl_run_segment_start_timestamp_seconds) < 1500)" in rec[name], name
 
 
 def test_cadence_matrix_covers_every_paging_and_ticket_alert():
