@@ -88,7 +88,9 @@ MEANING: dict[str, str] = {
                       "[[zero_grad_skip_share]] zero-gradient skips per step "
                       "(`rl_optimizer_zero_grad_skips_total`) happened there.",
     "RLGradNormVanishing": "the largest gradient norm of {recent} is below [[grad_norm_vanishing]] but "
-                           "not 0 (0 is RLGradNormZero): the gradient vanished and learning stalls.",
+                           "not 0 (0 is RLGradNormZero), and the median of {baseline} was above it: "
+                           "the gradient vanished and learning stalls. A run whose gradient was "
+                           "always under the bound (a small LoRA adapter) has fallen from nothing.",
     "RLOptimizerStepsDiverge": "PPO's policy and critic optimizer counters "
                                "(`rl_optimizer_steps_total{role=\"policy\"|\"critic\"}`) advanced by "
                                "more than [[optimizer_steps_divergence]] steps apart over {recent}, "

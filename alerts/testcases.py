@@ -297,10 +297,17 @@ CASES: dict[str, dict] = {
         silent_at="55m"),
     # veRL metrics guide section 1.7: < 0.01 is a vanishing gradient
     "RLGradNormVanishing": dict(
-        fire=[s("rl_grad_norm", "0.5x20 0.004x20")], at="40m",
+        # fired while the baseline window still holds the earlier level (its median above 0.01)
+        fire=[s("rl_grad_norm", "0.5x25 0.004x20")], at="42m",
         desc="Run r: the largest gradient norm of the recent steps is 0.004, under 0.01 (learning stalls).",
         # exactly 0 is RLGradNormZero's
-        silent=[s("rl_grad_norm", "0.5x20 0x20")], silent_at="40m"),
+        silent=[s("rl_grad_norm", "0.5x25 0x20")], silent_at="42m"),
+    "RLGradNormVanishing (a gradient always under the bound: a small LoRA adapter)": dict(
+        alert="RLGradNormVanishing",
+        fire=[s("rl_grad_norm", "0.5x25 0.004x20")], at="42m",
+        desc="Run r: the largest gradient norm of the recent steps is 0.004, under 0.01 (learning stalls).",
+        silent=[s("rl_grad_norm", " ".join(("0.004", "0.009", "0.02", "0.001", "0.006")[i % 5]
+                                           for i in range(60)))], silent_at="55m"),
     # posttrain metrics reference (PPO): both optimizer counters advance by the same minibatches
     "RLOptimizerStepsDiverge": dict(
         fire=[s("rl_optimizer_steps_total", "0+4x40", role="policy"),
