@@ -40,10 +40,10 @@ def test_doctor_baseline_and_compare_report_where_the_failed_run_left(tmp_path):
     own = [r for r in rows if r["alert"] != "RLOutsideBaseline"]
     ours = [r for r in rows if r["alert"] == "RLOutsideBaseline"]
     # doctor's own findings first, exactly as without a baseline (among them the corpus'
-    # RLRewardCollapse@42 and RLGradNormExplosion@45), then the baseline's, by first step
+    # RLRewardCollapse@45 and RLGradNormExplosion@45), then the baseline's, by first step
     plain = [json.loads(x) for x in cli("doctor", FAILED, "--json").stdout.splitlines()]
     assert [(r["alert"], r["step"]) for r in own] == [(r["alert"], r["step"]) for r in plain]
-    assert {("RLRewardCollapse", 42), ("RLGradNormExplosion", 45)} <= {(r["alert"], r["step"]) for r in own}
+    assert {("RLRewardCollapse", 45), ("RLGradNormExplosion", 45)} <= {(r["alert"], r["step"]) for r in own}
     assert rows.index(ours[0]) > rows.index(own[-1])
     assert [r["step"] for r in ours] == sorted(r["step"] for r in ours)
     for r in ours:

@@ -17,7 +17,7 @@ Two rates per framework and overall:
   deliberate fallbacks counted as not named. The gap between the two is what the catalog
   chose to leave unnamed.
 
-    python -m tests.unit.sources.test_real_corpus     # prints the table, misses and decisions
+    python -m tests.unit.logs.test_real_corpus     # prints the table, misses and decisions
 """
 from __future__ import annotations
 
