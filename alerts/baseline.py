@@ -17,7 +17,7 @@ from __future__ import annotations
 from exporter.postmortem import baseline as bl
 
 from .exprs import ladder
-from .render import (THRESHOLD_SENTINEL, _apply_overrides, duration, fill, numeric_thresholds,
+from .render import (THRESHOLD_SENTINEL, apply_overrides, duration, fill, numeric_thresholds,
                      placeholder_values)
 
 ALERT = "RLOutsideBaseline"
@@ -77,7 +77,7 @@ def render(doc: dict, time_scale: float = 1.0, overrides: dict | None = None,
     `python -m alerts render --overrides` (recent_min_steps, the step windows);
     `parameterised`: plain-number thresholds left as the Helm chart's named sentinels, as
     alerts.render.render does, so `prometheusRule.thresholds` tunes these rules too."""
-    cfg, _, _ = _apply_overrides(overrides)
+    cfg, _, _ = apply_overrides(overrides)
     vals = placeholder_values(cfg, time_scale)
     if parameterised:
         vals.update({k: THRESHOLD_SENTINEL.format(k) for k in numeric_thresholds(overrides)})

@@ -29,7 +29,7 @@ class OverrideError(ValueError):
     pass
 
 
-def _apply_overrides(overrides: dict | None):
+def apply_overrides(overrides: dict | None):
     cfg = dict(CONFIG)
     per_alert: dict[str, dict] = {}
     base_url = RUNBOOK_BASE_URL
@@ -110,7 +110,7 @@ THRESHOLD_SENTINEL = "__threshold_{}__"
 
 def numeric_thresholds(overrides: dict | None = None) -> dict[str, str]:
     """Every plain-number setting of CONFIG (not windows or durations), as rendered."""
-    cfg, _, _ = _apply_overrides(overrides)
+    cfg, _, _ = apply_overrides(overrides)
     return {k: _num(v) for k, v in cfg.items() if not isinstance(v, (Dur, str))}
 
 
@@ -121,7 +121,7 @@ def render(overrides: dict | None = None, time_scale: float = 1.0,
     parameterised=True leaves every plain-number threshold as a named sentinel
     (THRESHOLD_SENTINEL) in expressions and descriptions: the Helm chart fills them from
     `prometheusRule.thresholds` or numeric_thresholds(), so users tune by name."""
-    cfg, per_alert, base_url = _apply_overrides(overrides)
+    cfg, per_alert, base_url = apply_overrides(overrides)
     vals = placeholder_values(cfg, time_scale)
     if parameterised:
         vals.update({k: THRESHOLD_SENTINEL.format(k) for k in numeric_thresholds(overrides)})

@@ -32,7 +32,7 @@ import threading
 
 from .catalog import HISTOGRAM, sanitize_label_value
 from .catalog.observe import ALIASES  # the catalog owns every alias
-from .timers import _error, attached, resolver_of
+from .timers import attached, count_error, resolver_of
 
 log = logging.getLogger("rl_exporter")
 
@@ -62,7 +62,7 @@ class Distributions:
             else:
                 self._observe_host(metric, attrs, values)
         except Exception as e:  # never into the training loop
-            _error(self.exporter, "observe", e)
+            count_error(self.exporter, "observe", e)
 
     def _reject(self, reason: str, message: str) -> None:
         self.exporter.counts.reject(reason, message)

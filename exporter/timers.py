@@ -103,7 +103,7 @@ class DeviceResolver:
                         on_timeout()
                     continue
             except Exception as e:
-                _error(self.exporter, "device_task", e)
+                count_error(self.exporter, "device_task", e)
                 continue
             self._tasks.append((ready, run, on_timeout, deadline))
             busy = True
@@ -111,7 +111,7 @@ class DeviceResolver:
             try:
                 busy = tick() or busy
             except Exception as e:
-                _error(self.exporter, "timer_tick", e)
+                count_error(self.exporter, "timer_tick", e)
         return busy
 
     def _loop(self) -> None:
@@ -147,7 +147,8 @@ class DeviceResolver:
 # add_nonfinite), `exporter.store`, `exporter.telemetry`, `exporter.run`. At close() the
 # exporter ends the open window (end_step) and drains the resolver, so the last window is
 # published once its device events complete, within close()'s timeout.
-def _error(exporter, kind, exc, message=None):
+def count_error(exporter, kind, exc, message=None):
+    """Count and log a failure of a timer or a distribution on its exporter (never raised)."""
     counts = getattr(exporter, "counts", None)
     if counts is not None:
         counts.error(kind, exc, message)
@@ -222,7 +223,7 @@ class Phase:
         try:
             stack.append(self._timers._enter(self.phase, self.cuda))
         except Exception as e:
-            _error(self._timers.exporter, "timer", e)
+            count_error(self._timers.exporter, "timer", e)
             stack.append(None)
         return self
 
@@ -232,7 +233,7 @@ class Phase:
         try:
             self._timers._exit(self.phase, state, self.tokens)
         except Exception as e:
-            _error(self._timers.exporter, "timer", e)
+            count_error(self._timers.exporter, "timer", e)
         return False
 
     def __call__(self, fn):
@@ -549,7 +550,7 @@ def _track(exporter, owner, attr, fixed_phase) -> bool:
             live_phases_of(ex).open(phase)
             return ex, phase
         except Exception as e:
-            _error(ex, "timer", e)
+            count_error(ex, "timer", e)
             return ex, None
 
     def closed(ex, phase):
@@ -557,7 +558,7 @@ def _track(exporter, owner, attr, fixed_phase) -> bool:
             try:
                 live_phases_of(ex).close(phase)
             except Exception as e:
-                _error(ex, "timer", e)
+                count_error(ex, "timer", e)
 
     if fixed_phase is None:
         @functools.wraps(orig)
@@ -592,7 +593,7 @@ def track_loaded_phase_timers(exporter, prefixes=("verl.",), attr: str = "marked
             try:
                 n += track_phase_timer(exporter, module, attr)
             except Exception as e:
-                _error(exporter, "timer", e)
+                count_error(exporter, "timer", e)
     return n
 
 
@@ -617,7 +618,7 @@ def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end")
             if phase is not None:
                 live_phases_of(holder[0]).open(phase)
         except Exception as e:
-            _error(holder[0], "timer", e)
+            count_error(holder[0], "timer", e)
         return result
 
     @functools.wraps(orig_end)
@@ -630,7 +631,7 @@ def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end")
                 if phase is not None:
                     live_phases_of(holder[0]).close(phase)
             except Exception as e:
-                _error(holder[0], "timer", e)
+                count_error(holder[0], "timer", e)
 
     started._rlx_exporter = holder
     setattr(cls, start, started)
