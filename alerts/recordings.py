@@ -33,8 +33,9 @@ _AFTER_SEAM = f"\n  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {
 # The reward's longer baseline window holds baseline_min_steps steps of its own and begins after
 # the last segment start ({RWBS} seconds: both its windows): the evidence gate
 # (run:rl_step_window:baseline_steps) and the seam gate count the rung's own windows only.
-_REWARD_BASELINE_GATE = (f"\n  and on (run) (max by (run) (changes({STEP}[{{RBW}}] offset {{RW}})) >= {{baseline_min_steps}})"
-                      f"\n  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {{RWBS}})")
+_REWARD_BASELINE_GATE = (
+    f"\n  and on (run) (max by (run) (changes({STEP}[{{RBW}}] offset {{RW}})) >= {{baseline_min_steps}})"
+    f"\n  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {{RWBS}})")
 _REWARD = [("rl_score", PRIMARY), ("rl_reward", PRIMARY)]
 
 

@@ -28,6 +28,8 @@ class Frame(NamedTuple):
 
 # ANSI CSI/OSC escape sequences (colour codes, cursor moves, hyperlinks).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# A Ray worker's line prefix: `(MegatronTrainRayActor pid=1) ` (slime, Miles, OpenRLHF under Ray).
+RAY_PREFIX = r"\((?:[\w.:-]+ )?pid=\d+[^)]*\)\s*"
 # CRI container log line (Kubernetes /var/log/pods): "<RFC3339> stdout|stderr F|P <msg>".
 _CRI = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) (?:stdout|stderr) ([FP]) ")
 

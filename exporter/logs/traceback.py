@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .base import clean
+from .base import RAY_PREFIX, clean
 
-_PREFIX = re.compile(r"^(?:\((?:[\w.:-]+ )?pid=\d+[^)]*\)\s*|\[(?:rank|default)\d+\]:\s?)+")
+_PREFIX = re.compile(rf"^(?:{RAY_PREFIX}|\[(?:rank|default)\d+\]:\s?)+")
 _HEADER = "Traceback (most recent call last):"
 _EXCEPTION = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout)"

@@ -15,14 +15,14 @@ import re
 from dataclasses import dataclass, field
 
 from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
-from ..logs.base import clean
+from ..logs.base import RAY_PREFIX, clean
 from ..logs.traceback import Crash, Tracebacks
 
 _SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
 _DATETIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?"
                        r"(Z|[+-]\d\d:?\d\d)?")
-_RAY_PREFIX = re.compile(r"^\((?:[\w.:-]+ )?pid=\d+[^)]*\)\s*")
+_RAY_PREFIX = re.compile("^" + RAY_PREFIX)
 SNIFF_LINES = 2000
 # lines read past the head when it holds only a start-up print (an argument table, a config
 # dump) looking for the first training record
@@ -67,7 +67,6 @@ class LogStats:
     skipped_lines: int = 0
     other_runs: int = 0
     crash: Crash | None = None     # the exception whose traceback follows the last record
-    crash_time: float | None = None  # the last timestamp the log carries up to that line
 
 
 class LogError(Exception):
@@ -168,9 +167,7 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
                     tracebacks.record()
                     yield r.frame, last_ts, r.framework
                 tracebacks.line(raw)
-                if tracebacks.crash is not stats.crash:
-                    stats.crash = tracebacks.crash
-                    stats.crash_time = last_ts if stats.crash is not None else None
+                stats.crash = tracebacks.crash
                 if on_bytes is not None and not n & 1023:
                     on_bytes(done)
         for r in reader.flush():  # a record still open at the end (a log cut by a crash)
