@@ -74,18 +74,14 @@ def placeholder_values(cfg: dict, time_scale: float) -> dict:
         else:
             out[k] = v if isinstance(v, str) else _num(v)
     for i in TIERS:
-        w = cfg[f"step_window_{i}"].seconds * time_scale
-        out[f"w{i}"] = duration(w)
-        out[f"bw{i}"] = duration(w * BASELINE_FACTOR)
-        out[f"tw{i}"] = duration(w * TREND_FACTOR)
-        out[f"wbs{i}"] = _num(w * (1 + BASELINE_FACTOR))  # both windows, in seconds
-        out[f"tws{i}"] = _num(w * (TREND_FACTOR + 1 + BASELINE_FACTOR))  # and the trend window
-        r = w * REWARD_WINDOW_FACTOR  # the reward's windows (config.REWARD_WINDOW_FACTOR)
-        out[f"rw{i}"] = duration(r)
-        out[f"rbw{i}"] = duration(r * BASELINE_FACTOR)
-        out[f"rtw{i}"] = duration(r * TREND_FACTOR)
-        out[f"rwbs{i}"] = _num(r * (1 + BASELINE_FACTOR))
-        out[f"rtws{i}"] = _num(r * (TREND_FACTOR + 1 + BASELINE_FACTOR))
+        rung = cfg[f"step_window_{i}"].seconds * time_scale
+        # the rung's windows, and the reward's ("r": config.REWARD_WINDOW_FACTOR times longer)
+        for p, w in (("", rung), ("r", rung * REWARD_WINDOW_FACTOR)):
+            out[f"{p}w{i}"] = duration(w)
+            out[f"{p}bw{i}"] = duration(w * BASELINE_FACTOR)
+            out[f"{p}tw{i}"] = duration(w * TREND_FACTOR)
+            out[f"{p}wbs{i}"] = _num(w * (1 + BASELINE_FACTOR))  # both windows, in seconds
+            out[f"{p}tws{i}"] = _num(w * (TREND_FACTOR + 1 + BASELINE_FACTOR))  # and the trend window
     return out
 
 
