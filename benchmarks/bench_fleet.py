@@ -43,9 +43,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from alerts.recordings import FLEET_STATES  # noqa: E402
-from alerts.render import render
-from dashboards.fleet import DASHBOARD  # noqa: E402
+from exporter.alerts.recordings import FLEET_STATES  # noqa: E402
+from exporter.alerts.render import render
+from exporter.dashboards.fleet import DASHBOARD  # noqa: E402
 from exporter import rules as shipped  # noqa: E402
 
 RULES = [str(p) for p in shipped.rule_files()]

@@ -5,7 +5,7 @@ One entry per pathology: its name (the `rl-exporter demo --scenario`), the alert
 from, and its edits over CATALOG series (`rl_entropy`, `rl_score{stat="max"}`; `{*}`: every
 series of the metric). Three consumers read the entries: the demo (exporter/demo/__init__.py,
 which finds each series' key in its frames through the catalog), the cadence matrix
-(alerts/cadence.py, over its healthy series) and the end-to-end tables (alerts/scenarios.py).
+(exporter/alerts/cadence.py, over its healthy series) and the end-to-end tables (exporter/alerts/scenarios.py).
 
 An edit is (series, op); an op maps the series' value `x` at `t` steps after the onset
 (t = the step itself in `before`, the edits every step needs so that a baseline exists).

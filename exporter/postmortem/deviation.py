@@ -7,7 +7,7 @@ import math
 
 from . import baseline as bl
 
-PERSIST_STEPS = 5  # alerts/config.py CONFIG["recent_min_steps"]: the live rule's step count
+PERSIST_STEPS = 5  # exporter/alerts/config.py CONFIG["recent_min_steps"]: the live rule's step count
 
 
 def _label_text(labels: dict) -> str:

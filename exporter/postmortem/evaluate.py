@@ -25,7 +25,7 @@ MAX_POINTS = 10_000  # Prometheus refuses range queries over 11,000 points per s
 # Series that give an alert context (a join, a step guard) but are no symptom by themselves:
 # an alert reading nothing else has no data in a log.
 CONTEXT = frozenset({"rl_run_info", "rl_training_step"})
-READY = "run:rl_step_window:baseline_steps"       # alerts/recordings.py: baseline steps, past warm-up
+READY = "run:rl_step_window:baseline_steps"       # exporter/alerts/recordings.py: baseline steps, past warm-up
 _STEP_LADDER = "run:rl_training_step:changes_w"   # recent windows chosen by step count
 
 

@@ -162,7 +162,7 @@ class Watcher:
                 s.count += 1
 
 
-READY = "run:rl_step_window:baseline_steps"  # alerts/recordings.py: the step-window evidence gate
+READY = "run:rl_step_window:baseline_steps"  # exporter/alerts/recordings.py: the step-window evidence gate
 
 
 def ready_runs(prom, start: float, end: float, step: float) -> set:

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.alertmanager import loopback
-from alerts.render import render
-from alerts.rules import alert
-from alerts.scenarios import EXPECTED as ALL_EXPECTED, MAY
+from exporter.alerts.alertmanager import loopback
+from exporter.alerts.render import render
+from exporter.alerts.rules import alert
+from exporter.alerts.scenarios import EXPECTED as ALL_EXPECTED, MAY
 from tests.conftest import free_port
 from tests.integration.prom import Prometheus
 

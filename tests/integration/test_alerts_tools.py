@@ -6,11 +6,11 @@ import sys
 import pytest
 import yaml
 
-from alerts import check
-from alerts.alertmanager import config, loopback, yaml_text as am_yaml
-from alerts.render import render, yaml_text
-from alerts.paths import AM_FILE
-from alerts.testcases import write_test_files
+from exporter.alerts import check
+from exporter.alerts.alertmanager import config, loopback, yaml_text as am_yaml
+from exporter.alerts.render import render, yaml_text
+from exporter.alerts.paths import AM_FILE
+from exporter.alerts.testcases import write_test_files
 from exporter import rules as shipped
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,7 @@ RULES_FILE = shipped.RULES_FILE
 
 @pytest.fixture(scope="module", autouse=True)
 def promtool_test_files():
-    """The promtool unit tests are generated from alerts/testcases.py and alerts/cadence.py
+    """The promtool unit tests are generated from exporter/alerts/testcases.py and exporter/alerts/cadence.py
     (not committed): written fresh for this run."""
     return write_test_files()
 PROMTOOL = shutil.which("promtool")
@@ -50,7 +50,7 @@ def test_promtool_unit_tests_every_alert_fires_and_stays_silent():
 @need_promtool
 def test_promtool_cadence_matrix():
     """Healthy runs at 30 s, 2 min and 10 min steps fire nothing; each warning/critical pathology
-    fires after exactly its measured number of steps (alerts/tests/cadence-steps.json)."""
+    fires after exactly its measured number of steps (exporter/alerts/tests/cadence-steps.json)."""
     files = sorted(p.name for p in (ALERTS_DIR / "tests").glob("cadence-*.test.yaml"))
     assert files == ["cadence-10m.test.yaml", "cadence-2m.test.yaml", "cadence-30s.test.yaml"]
     p = subprocess.run([PROMTOOL, "test", "rules", *files], capture_output=True, text=True,
@@ -134,5 +134,5 @@ def test_amtool_route_verification_can_fail():
 
 
 def test_check_cli():
-    p = run(sys.executable, "-m", "alerts", "--check", cwd=ALERTS_DIR.parent)
+    p = run(sys.executable, "-m", "exporter.alerts", "--check", cwd=ALERTS_DIR.parents[2])
     assert p.returncode == 0, p.stderr

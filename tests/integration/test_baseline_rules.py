@@ -1,4 +1,4 @@
-"""The bands of a baseline as live rules (alerts/baseline.py), run by promtool next to the
+"""The bands of a baseline as live rules (exporter/alerts/baseline.py), run by promtool next to the
 shipped rules: RLOutsideBaseline fires for a run of the recipe that stays outside its band
 for the step-window persistence, not before; a run of another recipe (another framework, or
 the same framework and another algorithm) gets no band and no alert."""
@@ -8,8 +8,8 @@ import subprocess
 import pytest
 import yaml
 
-from alerts.baseline import render
-from alerts.render import yaml_text
+from exporter.alerts.baseline import render
+from exporter.alerts.render import yaml_text
 from exporter import rules as shipped
 from exporter.postmortem import baseline as bl
 
@@ -112,7 +112,7 @@ def promtool_test(tmp_path, name, rule_files, expr_tests):
 def test_overview_band_queries_draw_the_band_only_with_a_baseline(tmp_path):
     """The overview's entropy band, queried as Grafana would (all runs selected): the band of
     the run's progress, window by window; nothing at all when only the shipped rules load."""
-    from dashboards import overview
+    from exporter.dashboards import overview
     exprs = [q.expr.replace("$run", ".*") for p, q in overview.DASHBOARD.queries
              if 'series="rl_entropy"' in q.expr]
     assert len(exprs) == 2 and "lower" in exprs[0] and "upper" in exprs[1]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboards import DASHBOARDS
-from dashboards.names import BASELINE_RECORDS, recording_rules
+from exporter.dashboards import DASHBOARDS
+from exporter.dashboards.names import BASELINE_RECORDS, recording_rules
 from tests.integration.prom import Prometheus
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,7 @@
 
 Each demo scenario is written to a spool by `rl-exporter demo --spool` (steps microseconds
 apart: the backfill takes time from the run's own `timing_s/step`, ~77 s a step), and doctor
-must name exactly that scenario's alerts (alerts/scenarios.py). CI runs a representative
+must name exactly that scenario's alerts (exporter/alerts/scenarios.py). CI runs a representative
 subset (SCENARIOS); RLX_DOCTOR_ALL=1 runs every scenario whose alerts read the trainer's
 frames (GPU and run-configuration side series are not in a trainer's log).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts.scenarios import EXPECTED
+from exporter.alerts.scenarios import EXPECTED
 
 pytestmark = [pytest.mark.integration]
 
@@ -158,7 +158,7 @@ def check_html(out: Path, alert: str = "RLOptimizerNonFiniteSkips") -> None:
 def check_dashboards(tmp_path: Path, path: Path, keep: Path) -> None:
     """backfill --out DIR, and the TSDB doctor --keep left (recording rules included) under a
     Prometheus: every dashboard query whose metrics the log has returns data over the run."""
-    from dashboards import DASHBOARDS
+    from exporter.dashboards import DASHBOARDS
     from exporter.postmortem.tools import Prometheus
     s = json.loads(cli("backfill", str(path), "--run", "demo-healthy", "--out",
                        str(tmp_path / "bf"), "--json").stdout)

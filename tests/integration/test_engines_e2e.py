@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.render import render
-from alerts.scenarios import ENGINE_EXPECTED
+from exporter.alerts.render import render
+from exporter.alerts.scenarios import ENGINE_EXPECTED
 from exporter.testing.nvml import FakeNVML
 from tests.conftest import free_port, stop
 from tests.integration.prom import Prometheus
@@ -182,7 +182,7 @@ def test_hang_and_engine_alerts_with_real_prometheus(tmp_path, monkeypatch):
               f"(floor + for: {HANG_LIMIT:.0f} s at this time scale); RLRunStalled silent")
 
         # the new dashboard rows' queries return data
-        from dashboards.gpu import ROWS
+        from exporter.dashboards.gpu import ROWS
         empty = []
         for row in ROWS[-2:]:
             for panel in row.panels:

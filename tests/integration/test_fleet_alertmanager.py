@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from alerts.alertmanager import RANK_LEVEL, config, loopback
+from exporter.alerts.alertmanager import RANK_LEVEL, config, loopback
 from tests.conftest import free_port, require_binary, stop
 
 pytestmark = pytest.mark.integration

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.recordings import FLEET_STATES
-from dashboards import DASHBOARDS
+from exporter.alerts.recordings import FLEET_STATES
+from exporter.dashboards import DASHBOARDS
 from exporter.demo.fleet import Fleet
 from tests.conftest import free_port, require_binary, stop
 

@@ -8,11 +8,11 @@
 - the sidecar named template rendered from a parent chart into a Job, a PyTorchJob and a RayJob,
   their pod templates validated as Pods;
 - the PrometheusRule's groups identical to exporter/rules/*.yaml (and promtool check rules on the
-  extracted spec); the dashboard ConfigMaps identical to dashboards/ JSON; the Alertmanager Secret
+  extracted spec); the dashboard ConfigMaps identical to exporter/dashboards/ JSON; the Alertmanager Secret
   passing amtool check-config; per-rule overrides applied; values.schema.json rejecting bad types.
 
 Rendering uses small stand-in sources written here (the chart's own files/ come from
-helm/sync.py); the comparisons against the repository's alerts/ and dashboards/ run on a chart
+helm/sync.py); the comparisons against the repository's exporter/alerts/ and exporter/dashboards/ run on a chart
 synced from them and skip, saying why, while those directories have no generated files.
 """
 from __future__ import annotations
@@ -107,8 +107,8 @@ def write_standin_root(root: Path) -> Path:
     (root / "helm" / "rl-exporter" / "files" / "alertmanager" / "alertmanager.yml").write_text(STANDIN_ALERTMANAGER)
     (root / "helm" / "rl-exporter" / "files" / "dashboards").mkdir(parents=True)
     (root / "helm" / "rl-exporter" / "files" / "dashboards" / "rl-standin.json").write_text(json.dumps(STANDIN_DASHBOARD, indent=2))
-    (root / "dashboards" / "provisioning").mkdir(parents=True)
-    (root / "dashboards" / "provisioning" / "ignored.json").write_text("{}")
+    (root / "exporter" / "dashboards" / "provisioning").mkdir(parents=True)
+    (root / "exporter" / "dashboards" / "provisioning" / "ignored.json").write_text("{}")
     return root
 
 
@@ -141,7 +141,7 @@ def chart(work, standin_root):
 
 @pytest.fixture(scope="module")
 def repo_chart(work):
-    """The chart synced from the repository's real alerts/ and dashboards/."""
+    """The chart synced from the repository's real exporter/alerts/ and exporter/dashboards/."""
     return synced_chart(work / "repo-chart", ROOT)
 
 
@@ -614,7 +614,7 @@ def test_prometheusrule_identical_to_standin_sources(helm, chart, standin_root, 
 
 def test_prometheusrule_identical_to_repository_alerts(helm, repo_chart, work):
     groups = rule_groups_from(ROOT)
-    assert groups, "exporter/rules/*.yaml missing: run `python -m alerts render`"
+    assert groups, "exporter/rules/*.yaml missing: run `python -m exporter.alerts render`"
     pr = template(helm, repo_chart, *CRDS).one("PrometheusRule")
     assert pr["spec"]["groups"] == groups
     promtool_check(work, pr["spec"]["groups"], "repo")
@@ -624,7 +624,7 @@ def test_prometheusrule_identical_to_repository_alerts(helm, repo_chart, work):
 
 
 def test_committed_chart_copies_are_current():
-    """helm/sync.py --check: the chart's files/ match alerts/ and dashboards/ of this checkout."""
+    """helm/sync.py --check: the chart's files/ match exporter/alerts/ and exporter/dashboards/ of this checkout."""
     problems = sync.diff(sync.plan(ROOT), sync.current(CHART))
     assert not problems, "run `python helm/sync.py`:\n" + "\n".join(problems)
 
@@ -681,8 +681,8 @@ def test_thresholds_are_tuned_by_name(helm, repo_chart, work):
 
 def test_helm_thresholds_equal_python_overrides(helm, repo_chart):
     """One override implementation: Helm fills the sentinels of the file helm/sync.py generates
-    from alerts/, and the result equals `python -m alerts render --overrides` exactly."""
-    from alerts.render import render
+    from exporter/alerts/, and the result equals `python -m exporter.alerts render --overrides` exactly."""
+    from exporter.alerts.render import render
     tuned = {"clip_ratio_high": 0.42, "warmup_steps": 30, "gpu_memory_full_ratio": 0.9}
     args = [a for k, v in tuned.items() for a in ("--set", f"prometheusRule.thresholds.{k}={v}")]
     pr = template(helm, repo_chart, *CRDS, *args).one("PrometheusRule")
@@ -718,7 +718,7 @@ def test_dashboard_configmaps_identical_to_standin(helm, chart):
 
 def test_dashboard_configmaps_identical_to_repository(helm, repo_chart):
     sources = sync.dashboard_sources(ROOT)
-    assert sources, "helm/rl-exporter/files/dashboards/*.json missing: run `python -m dashboards`"
+    assert sources, "helm/rl-exporter/files/dashboards/*.json missing: run `python -m exporter.dashboards`"
     docs = template(helm, repo_chart)
     cms = dashboards_of(docs)
     assert set(cms) == {f"{p.stem}.json" for p in sources}

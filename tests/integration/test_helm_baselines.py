@@ -1,15 +1,15 @@
-"""Baselines in the Helm chart: `prometheusRule.baselines` (the values `python -m alerts render
+"""Baselines in the Helm chart: `prometheusRule.baselines` (the values `python -m exporter.alerts render
 --baseline recipe.yaml --helm-values` writes) makes the PrometheusRule carry exactly the rules
-`python -m alerts render --baseline` writes, through the chart's thresholds and overrides;
+`python -m exporter.alerts render --baseline` writes, through the chart's thresholds and overrides;
 without baselines the chart renders as before. Real helm, promtool and CRD validators."""
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from alerts.__main__ import main as alerts_main
-from alerts import baseline as live
-from alerts.render import render as shipped_render
+from exporter.alerts.__main__ import main as alerts_main
+from exporter.alerts import baseline as live
+from exporter.alerts.render import render as shipped_render
 from exporter.postmortem import baseline as bl
 from tests.integration.test_helm import (CRDS, ROOT, crd_validate, helm, node_modules,  # noqa: F401 (fixtures)
                                          promtool_check, repo_chart, rule_groups_from, template, work)
@@ -30,7 +30,7 @@ def recipe(name: str, **identity) -> dict:
 
 
 def values_file(work, doc: dict, *extra: str) -> str:
-    """The documented path: a baseline file, then `python -m alerts render --baseline ... --helm-values`."""
+    """The documented path: a baseline file, then `python -m exporter.alerts render --baseline ... --helm-values`."""
     src = work / f"{doc['recipe']}.yaml"
     src.write_text(bl.dump(doc))
     out = work / f"{doc['recipe']}.values.yaml"
@@ -52,7 +52,7 @@ def test_chart_carries_exactly_the_python_rendered_baseline_rules(helm, repo_cha
 
 def test_chart_thresholds_tune_the_baseline_rules_as_python_overrides_do(helm, repo_chart, work):
     """One threshold implementation: recent_min_steps (the persistence of RLOutsideBaseline) set
-    in the chart equals `python -m alerts render --baseline --overrides` with it."""
+    in the chart equals `python -m exporter.alerts render --baseline --overrides` with it."""
     doc = recipe("tiny-grpo")
     tuned = {"thresholds": {"recent_min_steps": 7}}
     pr = template(helm, repo_chart, *CRDS, "-f", values_file(work, doc),

@@ -24,9 +24,9 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-from alerts.render import render  # noqa: E402
-from alerts.scenarios import RANK_EXPECTED  # noqa: E402
-from dashboards.diagnosis import RANK_PHASE  # noqa: E402
+from exporter.alerts.render import render  # noqa: E402
+from exporter.alerts.scenarios import RANK_EXPECTED  # noqa: E402
+from exporter.dashboards.diagnosis import RANK_PHASE  # noqa: E402
 from tests.conftest import free_port, require_binary  # noqa: E402
 from tests.integration.prom import Prometheus  # noqa: E402
 from tests.integration.test_dashboards_queries import substitute  # noqa: E402

@@ -6,10 +6,10 @@ import sys
 import pytest
 import yaml
 
-from alerts import check, recordings, rules
-from alerts.rules import ALERTS
-from alerts.render import OverrideError, duration, render
-from alerts.recordings import metric_names
+from exporter.alerts import check, recordings, rules
+from exporter.alerts.rules import ALERTS
+from exporter.alerts.render import OverrideError, duration, render
+from exporter.alerts.recordings import metric_names
 from exporter.promql import parse_duration
 from exporter.catalog import CATALOG
 
@@ -122,7 +122,7 @@ def test_step_window_ladder_scales_and_gates():
 
 
 def test_cadence_matrix_covers_every_paging_and_ticket_alert():
-    from alerts import cadence
+    from exporter.alerts import cadence
     assert cadence.problems() == []
     assert set(cadence.PATHOLOGIES) == {a.name for a in ALERTS if a.severity in ("critical", "warning")}
     got = cadence.measured()
@@ -189,13 +189,13 @@ def test_cli_renders_with_overrides_file(tmp_path):
     ov = tmp_path / "ov.yaml"
     ov.write_text("thresholds:\n  mfu_low: 0.25\nalerts:\n  RLMFULow:\n    for: 3h\n")
     out = tmp_path / "rules.yaml"
-    p = subprocess.run([sys.executable, "-m", "alerts", "render", "--overrides", str(ov), "--out", str(out)],
+    p = subprocess.run([sys.executable, "-m", "exporter.alerts", "render", "--overrides", str(ov), "--out", str(out)],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     a = _alerts(yaml.safe_load(out.read_text()))
     assert "< 0.25" in a["RLMFULow"]["expr"] and a["RLMFULow"]["for"] == "3h"
     ov.write_text("thresholds:\n  mfu_lo: 0.25\n")
-    p = subprocess.run([sys.executable, "-m", "alerts", "render", "--overrides", str(ov), "--out", str(out)],
+    p = subprocess.run([sys.executable, "-m", "exporter.alerts", "render", "--overrides", str(ov), "--out", str(out)],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "unknown threshold 'mfu_lo'" in p.stderr
 
@@ -215,7 +215,7 @@ def test_every_alert_has_a_runbook_section_with_the_four_parts():
 
 
 def test_inhibitions_name_real_alerts_and_route_by_severity():
-    from alerts.alertmanager import config, loopback
+    from exporter.alerts.alertmanager import config, loopback
     c = config()
     names = {a.name for a in ALERTS}
     for r in c["inhibit_rules"]:
@@ -244,7 +244,7 @@ def test_one_duration_grammar_for_the_renderer_overrides_and_doctor():
     for s in (0.25, 59, 5400, 86400 * 3 + 7, 12.5):
         assert promql.parse_duration(promql.format_duration(s)) == pytest.approx(s)
     assert promql.parse_duration("2w") == 14 * 86400 and promql.parse_duration("1.5h") == 5400
-    from alerts import render as rendering
+    from exporter.alerts import render as rendering
     assert rendering.parse_duration is promql.parse_duration and post.duration("1y") == 31536000
     assert post.duration(None) == 0.0 and promql.parse_duration(30) == 30.0
     for bad in ("", "5x", "m5", "1h 30m"):

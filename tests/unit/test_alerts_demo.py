@@ -68,8 +68,8 @@ def test_on_policy_clip_is_zero_before_the_bug_and_nonzero_after():
 
 
 def test_every_alert_has_an_end_to_end_scenario_and_every_scenario_an_expectation():
-    from alerts.rules import ALERTS
-    from alerts.scenarios import ENGINE_EXPECTED, EXPECTED, RANK_EXPECTED
+    from exporter.alerts.rules import ALERTS
+    from exporter.alerts.scenarios import ENGINE_EXPECTED, EXPECTED, RANK_EXPECTED
     covered = {a for table in (EXPECTED, ENGINE_EXPECTED, RANK_EXPECTED) for alerts in table.values()
                for a in alerts}
     assert covered == {a.name for a in ALERTS}

@@ -1,15 +1,15 @@
-"""The runbook states every rule as it is: each Meaning line is generated from alerts/meanings.py
-with the thresholds of alerts/config.py, and names every threshold its expression uses."""
+"""The runbook states every rule as it is: each Meaning line is generated from exporter/alerts/meanings.py
+with the thresholds of exporter/alerts/config.py, and names every threshold its expression uses."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from alerts import docs
-from alerts.meanings import MEANING, meaning, missing, render_runbook, stated
-from alerts.rules import ALERTS
-from alerts.config import CONFIG
+from exporter.alerts import docs
+from exporter.alerts.meanings import MEANING, meaning, missing, render_runbook, stated
+from exporter.alerts.rules import ALERTS
+from exporter.alerts.config import CONFIG
 
 NOT_THRESHOLDS = {"exporter_job_selector", "engine_job_selector", "time_scale"}
 
@@ -32,7 +32,7 @@ def test_meaning_renders_the_configured_numbers():
 
 def test_runbook_meaning_lines_are_generated():
     text = docs.RUNBOOK.read_text()
-    assert render_runbook(text) == text, "run `python -m alerts docs`"
+    assert render_runbook(text) == text, "run `python -m exporter.alerts docs`"
     for name in MEANING:
         assert f"- **Meaning**: {meaning(name)}" in text, name
 
@@ -42,8 +42,8 @@ SEED_REF = re.compile(r"\bseed 00\d|\bS[0-4] §", re.I)
 
 def test_no_text_for_the_person_on_call_cites_a_seed():
     """Sources are cited by name (the runbook's References section), never as "seed 00N"."""
-    from alerts.render import render
-    from dashboards import DASHBOARDS
+    from exporter.alerts.render import render
+    from exporter.dashboards import DASHBOARDS
     texts = {"exporter/rules/runbook.md": docs.RUNBOOK.read_text()}
     for r in render()["groups"][0]["rules"]:
         if "alert" in r:

@@ -1,5 +1,5 @@
 """The overview's baseline band overlay, in the generated Grafana JSON: each band query names a
-series that alerts/baseline.py records for that metric (compared with what it renders, not with
+series that exporter/alerts/baseline.py records for that metric (compared with what it renders, not with
 strings written here), every key metric a baseline bands has its pair on a panel, and each pair
 is shaded with a fillBelowTo override naming the pair's legends."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from alerts import baseline as live
-from dashboards import overview
-from dashboards.generate import OUTPUT_DIRS
+from exporter.alerts import baseline as live
+from exporter.dashboards import overview
+from exporter.dashboards.generate import OUTPUT_DIRS
 from exporter import promql
 from exporter.postmortem import baseline as bl
 
@@ -18,7 +18,7 @@ SERIES = re.compile(r'series="([^"]*)"')
 
 
 def recorded() -> set[tuple[str, str]]:
-    """(record, series label) of every band rule alerts/baseline.py renders for a baseline
+    """(record, series label) of every band rule exporter/alerts/baseline.py renders for a baseline
     banding every key metric's primary series."""
     doc = {"rl_exporter_baseline": bl.VERSION, "recipe": "r", "identity": {"framework": "trl"},
            "runs": [], "method": {"by": "step"}, "unbanded": {},

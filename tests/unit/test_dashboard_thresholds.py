@@ -2,7 +2,7 @@
 
 Every threshold-coloured panel (stat, bargauge, table, state-timeline, gauge, and the
 threshold lines of a timeseries) is read against the healthy ranges the sources state
-(dashboards/healthy.py): a value inside one of them must not fall in a yellow, orange or red
+(exporter/dashboards/healthy.py): a value inside one of them must not fall in a yellow, orange or red
 threshold step."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from dashboards import DASHBOARDS
-from dashboards.healthy import HEALTHY
-from dashboards.model import TEXT, TIMESERIES
+from exporter.dashboards import DASHBOARDS
+from exporter.dashboards.healthy import HEALTHY
+from exporter.dashboards.model import TEXT, TIMESERIES
 from exporter.promql import metric_names
 
 WARNING = re.compile(r"yellow|orange|red")

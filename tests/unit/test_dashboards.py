@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from alerts.baseline import BAND_LOWER, BAND_UPPER
-from dashboards import DASHBOARDS, FOLDER, overview
-from dashboards import generate, healthy, names
+from exporter.alerts.baseline import BAND_LOWER, BAND_UPPER
+from exporter.dashboards import DASHBOARDS, FOLDER, overview
+from exporter.dashboards import generate, healthy, names
 from exporter import promql
-from dashboards.model import HEATMAP, PANEL_TYPES, TEXT, Panel, Query
-from dashboards.render import build
+from exporter.dashboards.model import HEATMAP, PANEL_TYPES, TEXT, Panel, Query
+from exporter.dashboards.render import build
 
 BY_UID = {d.uid: d for d in DASHBOARDS}
 SOURCE_NAMES = (healthy.MILES, "Miles lab", healthy.VERL, healthy.POSTTRAIN, healthy.DICTIONARY,
@@ -117,7 +117,7 @@ def test_heuristic_ranges_name_their_source():
     for d in DASHBOARDS:
         for p in d.panels:
             if "heuristic" in p.healthy:
-                # a source by name (dashboards/healthy.py), or this project's own heuristic
+                # a source by name (exporter/dashboards/healthy.py), or this project's own heuristic
                 assert any(s in p.healthy for s in SOURCE_NAMES), (d.uid, p.title, p.healthy)
 
 

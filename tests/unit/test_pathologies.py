@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from alerts import cadence
-from alerts.rules import ALERTS
-from alerts.scenarios import EXPECTED
+from exporter.alerts import cadence
+from exporter.alerts.rules import ALERTS
+from exporter.alerts.scenarios import EXPECTED
 from exporter.catalog import CATALOG
 from exporter.demo import SCENARIOS, SimulatedRun
 from exporter.demo.frames import key_for, series_of

@@ -1,1 +1,0 @@
-"""One module per area of alerts, each with its ALERTS list (assembled in alerts/rules.py)."""

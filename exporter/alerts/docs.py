@@ -1,0 +1,66 @@
+"""Generated blocks of docs/alerts.md (alert table, why each critical pages, cadence table) and
+the Meaning line of every alert in exporter/rules/runbook.md (exporter/alerts/meanings.py).
+
+    python -m exporter.alerts docs        # rewrite the blocks between <!-- name:start --> and <!-- name:end -->
+                                 # and the runbook's Meaning lines
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from exporter import rules as shipped
+from .recordings import alert_metrics
+from .rules import ALERTS
+from .render import duration
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
+RUNBOOK = shipped.RUNBOOK
+
+
+def alerts_table() -> str:
+    rows = ["| Alert | Severity | for | Reads (derived from the expression and its recording rules) |",
+            "|---|---|---|---|"]
+    for a in ALERTS:
+        reads = ", ".join(f"`{m}`" for m in alert_metrics(a))
+        rows.append(f"| [{a.name}](../exporter/rules/runbook.md#{a.name.lower()}) | {a.severity} | "
+                    f"{duration(a.for_.seconds)} | {reads} |")
+    return "\n".join(rows)
+
+
+def criticals() -> str:
+    from .meanings import fill
+    return "\n".join(f"- **{a.name}**: {fill(a.why_critical)}" for a in ALERTS if a.severity == "critical")
+
+
+def blocks() -> dict[str, str]:
+    from .cadence import table
+    return {"alerts-table": alerts_table(), "criticals": criticals(), "cadence-table": table()}
+
+
+def render(text: str) -> str:
+    for name, body in blocks().items():
+        pat = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
+        if not pat.search(text):
+            raise ValueError(f"docs/alerts.md has no <!-- {name}:start/end --> block")
+        text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+    return text
+
+
+def write() -> None:
+    from .meanings import render_runbook
+    DOC.write_text(render(DOC.read_text()))
+    RUNBOOK.write_text(render_runbook(RUNBOOK.read_text()))
+
+
+def problems() -> list[str]:
+    from .meanings import missing, render_runbook
+    text = DOC.read_text()
+    try:
+        want = render(text)
+    except ValueError as e:
+        return [str(e)]
+    out = [] if want == text else ["docs/alerts.md tables differ from the rules; run `python -m exporter.alerts docs`"]
+    runbook = RUNBOOK.read_text()
+    if render_runbook(runbook) != runbook:
+        out.append("exporter/rules/runbook.md Meaning lines differ from exporter/alerts/meanings.py; run `python -m exporter.alerts docs`")
+    return out + missing()
