@@ -3,7 +3,7 @@
 Each entry is a template: [[name]] is the value of CONFIG[name] as the rule file renders it
 (durations in words), {recent} / {baseline} the step-window phrases built from the step-window
 settings, {for} the alert's `for:`. `python -m exporter.alerts docs` writes them into exporter/rules/runbook.md;
-`python -m exporter.alerts --check` fails when the runbook differs, and tests/unit/test_alerts_meanings.py
+`python -m exporter.alerts --check` fails when the runbook differs, and tests/unit/alerts/test_meanings.py
 when an alert's expression uses a threshold its meaning does not state.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Healthy ranges the sources state, as data: the values a dashboard must never paint as a warning.
 
 Each range names the source it comes from and the series (and, for a share, the series it is
-divided by) it holds for. tests/unit/test_dashboards.py reads every threshold-coloured panel and
+divided by) it holds for. tests/unit/dashboards/test_dashboards.py reads every threshold-coloured panel and
 fails where a value inside one of these ranges would be painted yellow, orange or red.
 A range covers lo up to hi: a threshold step at exactly hi starts the source's next band
 (the veRL metrics guide: clip fraction 0.05-0.30 ideal, 0.30-0.50 "too much clipping").

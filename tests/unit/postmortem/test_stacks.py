@@ -57,7 +57,7 @@ def test_both_formats_read_and_attached_by_kind_and_time(tmp_path):
         ("other", "no_step", "py-spy", None)]
     (loop,) = [th for th in caps[0]["threads"] if th["name"] == "trainer-loop"]
     assert loop["frames"][0].startswith("wait (threading.py:")
-    assert any(f.startswith("blocked_here (test_postmortem_stacks.py:") for f in loop["frames"])
+    assert any(f.startswith("blocked_here (test_stacks.py:") for f in loop["frames"])
     # the dump-taking thread (this one, here) is left out of the hook's format
     assert all(th["name"] != threading.current_thread().name for th in caps[0]["threads"])
     main = caps[1]["threads"][0]

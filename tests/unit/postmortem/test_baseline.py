@@ -8,7 +8,7 @@ import pytest
 from exporter.postmortem import baseline as bl
 from exporter.postmortem import deviation as dv
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 SEEDS = [DATA / "trl" / "healthy.spool", DATA / "baselines" / "healthy_seed1.spool",
          DATA / "baselines" / "healthy_seed2.spool"]
 QWEN = "eric-haibin-lin_verl-data_qwen25-05b-ppo-gsm8k-"

@@ -61,7 +61,7 @@ def test_replay_renders_exactly_the_series_serve_exports(tmp_path):
     finally:
         rp.close()
     skip = {"rl_training_step_timestamp_seconds", "rl_exporter_last_frame_timestamp_seconds",
-            # wall time by bucket: serve's clock vs the log's (tests/unit/test_goodput.py)
+            # wall time by bucket: serve's clock vs the log's (tests/unit/core/test_goodput.py)
             "rl_goodput_seconds_total"}
     assert {k for k in served if k.split("{")[0] not in skip} == \
         {k for k in mine if k.split("{")[0] not in skip}

@@ -16,7 +16,7 @@ from exporter.demo.fleet import FRAMEWORKS, Fleet, RankEndpoint, plan_kinds, tra
 from exporter.demo import SimulatedRun
 from tests.helpers import scrape_text
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def scrape(url: str) -> Counter:

@@ -27,7 +27,7 @@ def test_scenario_frames_are_numeric_and_deterministic(scenario):
         if fa is None:
             assert scenario in ("stall", "gen-hang", "hang") and step >= 10
             continue
-        if scenario != "crash-loop":  # it resumes at an older step (tests/unit/test_demo_hang.py)
+        if scenario != "crash-loop":  # it resumes at an older step (tests/unit/demo/test_hang_crashloop.py)
             assert fa["training/global_step"] == step
         for k, v in fa.items():
             assert isinstance(v, (int, float, str)), (k, v)

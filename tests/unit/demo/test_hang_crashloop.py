@@ -13,7 +13,7 @@ from exporter import Exporter
 from exporter.demo import SimulatedRun
 from exporter.demo.scenarios import CRASH_EVERY
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def get(url):
