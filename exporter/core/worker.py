@@ -14,7 +14,7 @@ import time
 
 from ..catalog import COUNTER, STATE
 from ..catalog.model import WMEAN
-from ..postmortem.segments import Segmenter, kind
+from .segments import Segmenter, kind
 from .coerce import Coercer
 from .self_metrics import Counts
 from .store import Store

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from . import clock as clockmod
 from . import logs, tools
 from .points import Watcher
-from .segments import Segmenter
-from .segments import kind as record_kind
+from ..core.segments import Segmenter
+from ..core.segments import kind as record_kind
 from .openmetrics import BlockFiles
 from .progress import Progress
 from .replay import Replay

@@ -1,5 +1,5 @@
 """Segments live: the hook's and `serve`'s pipeline notes where a restart or a second run in the
-same log begins (doctor's segmenter, exporter/postmortem/segments.py) and exports the time as
+same log begins (doctor's segmenter, exporter/core/segments.py) and exports the time as
 rl_run_segment_start_timestamp_seconds, which the step-window rules gate on."""
 import pytest
 

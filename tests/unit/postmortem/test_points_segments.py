@@ -2,7 +2,7 @@
 import math
 
 from exporter.postmortem.points import Watcher, judge
-from exporter.postmortem.segments import Segmenter
+from exporter.core.segments import Segmenter
 
 
 def seen(frames, framework):
