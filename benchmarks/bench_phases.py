@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from exporter import Exporter  # noqa: E402
 from exporter.gpu import GPUSampler  # noqa: E402
 from exporter.testing.nvml import FakeNVML  # noqa: E402
-from exporter.timers import live_phases_of, timers_of  # noqa: E402
+from exporter.phases import live_phases_of
+from exporter.timers import timers_of  # noqa: E402
 
 logging.getLogger("rl_exporter").setLevel(logging.ERROR)
 

@@ -32,7 +32,8 @@ import threading
 
 from .catalog import HISTOGRAM, sanitize_label_value
 from .catalog.observe import ALIASES  # the catalog owns every alias
-from .timers import attached, count_error, resolver_of
+from .attach import attached, count_error
+from .device_resolver import resolver_of
 
 log = logging.getLogger("rl_exporter")
 

@@ -193,7 +193,7 @@ class GPUSampler:
         self._thread: threading.Thread | None = None
         self._metrics = store.catalog.metrics
         self._started = False
-        # Anything with current() -> phase name and started(phase) -> occurrence key (timers.py
+        # Anything with current() -> phase name and started(phase) -> occurrence key (phases.py
         # LivePhases); set by start_sampler. None: no per-phase attribution.
         self.phases = None
 
@@ -591,7 +591,7 @@ def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPU
         mode, explicit = "all", False
     sampler = GPUSampler(exporter.store, interval=interval, rank=exporter.rank, mode=mode, nvml=nvml)
     try:  # per-phase GPU time: the timers' view of which phase is open
-        from .timers import live_phases_of
+        from .phases import live_phases_of
         sampler.phases = live_phases_of(exporter)
     except Exception as e:
         log.warning("rl-exporter: per-phase GPU attribution off: %r", e)

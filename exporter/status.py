@@ -1,7 +1,7 @@
 """GET /status: one JSON object saying where a run is, for people, scripts and agents
 (the fields are a stable contract, docs/status.md). Built from what the exporter already
 holds: the step and its timestamp (store), the step clock's median interval (goodput),
-the open phases (timers.LivePhases), rl_config_value for the total, the goodput ledger."""
+the open phases (phases.LivePhases), rl_config_value for the total, the goodput ledger."""
 from __future__ import annotations
 
 import json

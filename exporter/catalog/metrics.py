@@ -490,7 +490,7 @@ SELF_METRICS: list[Metric] = [
 ]
 
 # ------------------------------------------------------------------ phases in progress, GPU time by
-# phase (exporter/timers.py LivePhases, exporter/gpu.py attribution). Appended as one block so the
+# phase (exporter/phases.py LivePhases, exporter/gpu.py attribution). Appended as one block so the
 # lists above stay as they are. The per-GPU ones are hw_gpu_* series: they carry the GPU identity
 # (and `rank` when known) like every hw_gpu_* series does.
 _GPU_IDENTITY = ("gpu", "uuid", "gpu_model", "rank")

@@ -107,7 +107,7 @@ class RLExporterStatsHook(ExporterOwner):
                     # dictConfig, which disables every logger already created (ours included)
                     stats_tracker = sys.modules.get("areal.utils.stats_tracker")
                     if stats_tracker is not None:
-                        from ..timers import track_phase_timer
+                        from ._phases import track_phase_timer
                         track_phase_timer(self.exporter, stats_tracker, "record_timing")
                 except Exception as e:
                     log.info("rl-exporter (areal): phases in progress off: %r", e)

@@ -144,7 +144,7 @@ def _track_phases(exporter) -> None:
         if mod is None:
             continue
         try:
-            from ..timers import track_start_end_timer
+            from ._phases import track_start_end_timer
             track_start_end_timer(exporter, mod.Timer)
         except Exception as e:
             log.info("rl-exporter (slime): phases in progress off: %r", e)

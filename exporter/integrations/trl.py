@@ -163,7 +163,7 @@ def _track_phases(exporter) -> None:
         GRPOTrainer = getattr(module, "GRPOTrainer", None)
         if GRPOTrainer is None:
             return
-        from ..timers import track_phase_call
+        from ._phases import track_phase_call
         track_phase_call(exporter, GRPOTrainer, "_generate_and_score_completions", "generate")
         track_phase_call(exporter, GRPOTrainer, "training_step", "training_step")
     except Exception as e:

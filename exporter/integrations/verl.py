@@ -118,7 +118,7 @@ class RLExporterBackend(ExporterOwner):
             if self.exporter is not None and self.exporter.url:
                 print(f"rl-exporter (verl): scrape {self.exporter.url}")
         try:  # phases in progress: veRL's marked_timer phases (gen, update_actor, ...) while open
-            from ..timers import track_loaded_phase_timers
+            from ._phases import track_loaded_phase_timers
             track_loaded_phase_timers(self.exporter)
         except Exception as e:
             log.error("rl-exporter (verl): phase tracking off: %r", e)

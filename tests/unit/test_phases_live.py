@@ -12,7 +12,7 @@ import pytest
 from exporter.hook import Exporter
 from exporter.testing import scrape
 from exporter.testing.nvml import FakeNVML
-from exporter.timers import LivePhases
+from exporter.phases import LivePhases
 
 START = "rl_phase_in_progress_start_timestamp_seconds"
 MEDIAN = "rl_phase_recent_median_duration_seconds"
@@ -169,7 +169,7 @@ def test_verl_marked_timer_phases_show_while_open():
     import contextlib
     import types
 
-    from exporter.timers import track_loaded_phase_timers
+    from exporter.integrations._phases import track_loaded_phase_timers
 
     @contextlib.contextmanager
     def marked_timer(name, timing_raw, color=None, domain=None, category=None):
@@ -211,7 +211,7 @@ def test_areal_record_timing_phases_show_while_open():
     ours = logging.getLogger("rl_exporter")
     stats_tracker = pytest.importorskip("areal.utils.stats_tracker")
     ours.disabled = False  # AReaL's logging dictConfig disables loggers created before it
-    from exporter.timers import track_phase_timer
+    from exporter.integrations._phases import track_phase_timer
     orig = stats_tracker.record_timing
     ex = Exporter(run="r", serve=False, gpu="off")
     try:
@@ -227,7 +227,7 @@ def test_areal_record_timing_phases_show_while_open():
 
 
 def test_phase_call_wrapper_retargets_and_passes_results_and_errors():
-    from exporter.timers import track_phase_call
+    from exporter.integrations._phases import track_phase_call
 
     class Trainer:
         def _generate_and_score_completions(self, inputs):
@@ -259,7 +259,7 @@ def test_slime_timer_start_end_phases_show_while_open():
     singleton; context() and inverse_timer go through them)."""
     import contextlib
 
-    from exporter.timers import track_start_end_timer
+    from exporter.integrations._phases import track_start_end_timer
 
     class Timer:
         def __init__(self):

@@ -8,7 +8,8 @@ import pytest
 
 from exporter import Exporter
 from exporter.testing import scrape
-from exporter.timers import DeviceResolver, PhaseTimers
+from exporter.device_resolver import DeviceResolver
+from exporter.timers import PhaseTimers
 
 
 class Clock:
