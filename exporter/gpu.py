@@ -19,11 +19,8 @@ NotSupported is counted once and not asked again on that GPU. A GPU that answers
 GpuIsLost turns hw_gpu_status{state="failed"} to 1 and its gauges to NaN; it is
 probed once per pass so a recovery shows. Other GPUs are unaffected.
 
-Which GPUs: those CUDA would give this process. CUDA_VISIBLE_DEVICES entries are
-NVML indices (see the CUDA_DEVICE_ORDER note in _visible) or UUIDs/UUID
-prefixes (GPU-8932f937); parsing stops at the first invalid entry, as CUDA's
-does; MIG instances (MIG-...) are skipped with a log line, because whole-GPU
-counters would charge other tenants' work to this run.
+Which GPUs: those CUDA would give this process (exporter/gpu_devices.py; see the
+CUDA_DEVICE_ORDER note in _visible).
 """
 from __future__ import annotations
 
@@ -35,55 +32,11 @@ import threading
 import time
 
 from .catalog import sanitize_label_value
+from .gpu_devices import (CLOCK_EVENT_REASONS, ERROR_NAMES, FIELD_IDS, FIELDS, GPU_IS_LOST, NOT_SUPPORTED,
+                          SETTING_REASONS, VALUE_ATTR, Device, NVMLUnavailable, error_name, nvml_text,
+                          parse_visible)
 
 log = logging.getLogger("rl_exporter")
-
-# (label value, pynvml constant, numeric fallback) for clock event (throttle) reasons.
-CLOCK_EVENT_REASONS = (
-    ("gpu_idle", "nvmlClocksEventReasonGpuIdle", 0x1),
-    ("applications_clocks_setting", "nvmlClocksEventReasonApplicationsClocksSetting", 0x2),
-    ("software_power_cap", "nvmlClocksEventReasonSwPowerCap", 0x4),
-    ("hardware_slowdown", "nvmlClocksEventReasonHwSlowdown", 0x8),
-    ("sync_boost", "nvmlClocksEventReasonSyncBoost", 0x10),
-    ("software_thermal_slowdown", "nvmlClocksEventReasonSwThermalSlowdown", 0x20),
-    ("hardware_thermal_slowdown", "nvmlClocksEventReasonHwThermalSlowdown", 0x40),
-    ("hardware_power_brake_slowdown", "nvmlClocksEventReasonHwPowerBrakeSlowdown", 0x80),
-    ("display_clock_setting", "nvmlClocksEventReasonDisplayClockSetting", 0x100),
-)
-
-# Reasons that are settings, not throttling (application clocks, sync boost, a display clock):
-# left out by default, 3 series per GPU that keep a rank within its series budget
-# (`rl-exporter catalog --budget`); RL_EXPORTER_GPU_SETTING_REASONS=1 exports them too.
-SETTING_REASONS = frozenset({"applications_clocks_setting", "sync_boost", "display_clock_setting"})
-
-# Counters read in ONE nvmlDeviceGetFieldValues call: (metric, labels, field constant, scope,
-# scale, wraps). `wraps`: NVML says the value can wrap, so the sampler accumulates deltas.
-UINT_MAX = 0xFFFFFFFF  # scopeId: all NVLink links summed
-FIELDS = (
-    ("hw_gpu_errors_total", (("error_type", "corrected"),), "NVML_FI_DEV_ECC_SBE_VOL_TOTAL", None, 1.0, False),
-    ("hw_gpu_errors_total", (("error_type", "uncorrected"),), "NVML_FI_DEV_ECC_DBE_VOL_TOTAL", None, 1.0, False),
-    ("hw_gpu_errors_total", (("error_type", "pcie_replay"),), "NVML_FI_DEV_PCIE_REPLAY_COUNTER", None, 1.0, False),
-    ("hw_gpu_io_bytes_total", (("direction", "transmit"), ("link", "pcie")),
-     "NVML_FI_DEV_PCIE_COUNT_TX_BYTES", None, 1.0, True),
-    ("hw_gpu_io_bytes_total", (("direction", "receive"), ("link", "pcie")),
-     "NVML_FI_DEV_PCIE_COUNT_RX_BYTES", None, 1.0, True),
-    ("hw_gpu_io_bytes_total", (("direction", "transmit"), ("link", "nvlink")),
-     "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", UINT_MAX, 1024.0, False),  # KiB
-    ("hw_gpu_io_bytes_total", (("direction", "receive"), ("link", "nvlink")),
-     "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX", UINT_MAX, 1024.0, False),
-)
-_FIELD_IDS = {"NVML_FI_DEV_ECC_SBE_VOL_TOTAL": 3, "NVML_FI_DEV_ECC_DBE_VOL_TOTAL": 4,
-              "NVML_FI_DEV_PCIE_REPLAY_COUNTER": 94, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES": 197,
-              "NVML_FI_DEV_PCIE_COUNT_RX_BYTES": 198, "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX": 138,
-              "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX": 139}
-_VALUE_ATTR = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
-
-_ERROR_NAMES = {1: "uninitialized", 2: "invalid_argument", 3: "not_supported", 4: "no_permission",
-                6: "not_found", 9: "driver_not_loaded", 10: "timeout", 12: "library_not_found",
-                13: "function_not_found", 14: "corrupted_inforom", 15: "gpu_is_lost",
-                16: "reset_required", 17: "operating_system", 18: "lib_rm_version_mismatch",
-                20: "memory", 21: "no_data", 27: "not_ready", 28: "gpu_not_found", 999: "unknown"}
-NOT_SUPPORTED, GPU_IS_LOST, LIBRARY_NOT_FOUND = 3, 15, 12
 
 # Read once at start; they stay when a GPU is lost (its per-sample gauges turn NaN).
 _STATIC = frozenset({"hw_gpu_clock_max_hertz", "hw_gpu_temperature_limit_celsius"})
@@ -97,81 +50,6 @@ def _log_once(key: str, level: int, msg: str, *args) -> None:
         log.log(level, msg, *args)
 
 
-def error_name(e: BaseException) -> str:
-    code = getattr(e, "value", None)
-    if isinstance(code, int):
-        return _ERROR_NAMES.get(code, f"nvml_{code}")
-    if isinstance(e, AttributeError):
-        return "function_not_found"  # an older nvidia-ml-py without this function
-    return type(e).__name__.lower()
-
-
-def _text(v) -> str:
-    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
-
-
-class NVMLUnavailable(Exception):
-    """NVML could not start; `reason` is a short snake_case word for logs/tests."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-
-
-# ============================================================ device selection
-class Device:
-    """One NVML device as the sampler sees it; series ids are cached here."""
-
-    def __init__(self, index: int, handle, uuid: str, name: str):
-        self.index, self.handle, self.uuid, self.name = index, handle, uuid, name
-        self.skip: set[str] = set()       # queries answered NotSupported
-        self.fields: list = []            # field specs still asked
-        self.lost = False
-        self.degraded = False
-        self.reasons: list[tuple[int, int]] = []   # (bit, series id) for supported reasons
-        self.sids: dict = {}
-        self.gauge_sids: set[int] = set()
-        self.acc: dict = {}               # wrap-accumulated counters: key -> [last raw, total]
-        self.labels: tuple = ()
-        self.state_labels: tuple = ()
-        self.last_sample: float | None = None  # monotonic time of the previous pass (per-phase split)
-        self.peak_of: dict = {}               # phase -> occurrence start the memory peak belongs to
-
-
-def parse_visible(env: str | None, devices: list[Device]) -> tuple[list[Device], list[str]]:
-    """Apply CUDA_VISIBLE_DEVICES to NVML's device list. Returns (visible, notes)."""
-    if env is None:
-        return list(devices), []
-    notes: list[str] = []
-    out: list[Device] = []
-    for raw in env.split(","):
-        e = raw.strip()
-        dev = None
-        if e.startswith("MIG-"):
-            notes.append(f"MIG instance {e} not sampled (whole-GPU counters would include "
-                         "other tenants)")
-            continue
-        if e.lstrip("-").isdigit():
-            i = int(e)
-            if 0 <= i < len(devices):
-                dev = devices[i]
-        elif e.startswith("GPU-"):
-            matches = [d for d in devices if d.uuid.startswith(e)]
-            if len(matches) == 1:
-                dev = matches[0]
-            elif len(matches) > 1:
-                notes.append(f"CUDA_VISIBLE_DEVICES entry {e!r} matches {len(matches)} GPUs")
-        if dev is None:
-            if e:
-                notes.append(f"CUDA_VISIBLE_DEVICES entry {e!r} names no GPU; it and the "
-                             "entries after it are ignored (as CUDA does)")
-            break
-        if dev not in out:
-            out.append(dev)
-    return out, notes
-
-
-# ============================================================ the sampler
 class GPUSampler:
     """Samples NVML every `interval` seconds into an exporter's store."""
 
@@ -261,8 +139,8 @@ class GPUSampler:
         for i in range(count):
             try:
                 h = nv.nvmlDeviceGetHandleByIndex(i)
-                all_devs.append(Device(i, h, _text(nv.nvmlDeviceGetUUID(h)),
-                                       _text(nv.nvmlDeviceGetName(h))))
+                all_devs.append(Device(i, h, nvml_text(nv.nvmlDeviceGetUUID(h)),
+                                       nvml_text(nv.nvmlDeviceGetName(h))))
             except nv.NVMLError as e:
                 # Cannot identify it, so cannot label or select it: counted, logged, skipped.
                 self._count(str(i), "discover", error_name(e))
@@ -309,7 +187,7 @@ class GPUSampler:
         d.state_labels = tuple(sorted(d.labels))
         self.store.set_state("hw_gpu_status", "ok", d.state_labels)
         for spec in FIELDS:
-            fid = getattr(nv, spec[2], _FIELD_IDS[spec[2]])
+            fid = getattr(nv, spec[2], FIELD_IDS[spec[2]])
             d.fields.append((fid if spec[3] is None else (fid, spec[3]),) + spec)
 
         def static(query, fn):
@@ -500,13 +378,13 @@ class GPUSampler:
             ret = fv.nvmlReturn
             if ret != 0:
                 self._count(str(d.index), "field:" + const[len("NVML_FI_DEV_"):].lower(),
-                            _ERROR_NAMES.get(ret, f"nvml_{ret}"))
+                            ERROR_NAMES.get(ret, f"nvml_{ret}"))
                 if ret != NOT_SUPPORTED:
                     d.degraded = True
                     keep.append(spec)
                 continue
             keep.append(spec)
-            raw = getattr(fv.value, _VALUE_ATTR.get(fv.valueType, "ullVal"))
+            raw = getattr(fv.value, VALUE_ATTR.get(fv.valueType, "ullVal"))
             if wraps:
                 acc = d.acc.get(const)
                 if acc is None:

@@ -28,8 +28,11 @@ written is reported to the caller, who counts it. Nothing here raises into a cal
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+
+log = logging.getLogger("rl_exporter")
 
 VERSION = 1
 
@@ -171,3 +174,37 @@ class SpoolWriter:
         err = self._file.close()
         if err is not None:
             self.counts.error("spool", err)
+
+
+def tail(path: str, window: int = 1 << 20) -> dict:
+    """{src: (gen, off, record)} of the last record per source file in the last window of
+    an existing spool; a torn last line (the process died mid-write) is cut off so the
+    file stays valid JSONL."""
+    out: dict = {}
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return out
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - window)
+        data = os.pread(fd, size - start, start)
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n")
+            keep = start + cut + 1 if cut >= 0 else start
+            os.ftruncate(fd, keep)
+            log.warning("spool %s ended in a torn record: cut at byte %d", path, keep)
+            data = data[:cut + 1] if cut >= 0 else b""
+        for raw in data.split(b"\n"):
+            rec = decode(raw)
+            if rec is None:
+                continue
+            src, off = rec.get("src"), rec.get("off")
+            if isinstance(src, str) and isinstance(off, int):
+                gen = rec.get("gen", 0)
+                prev = out.get(src)
+                if prev is None or (gen, off) >= prev[:2]:
+                    out[src] = (gen, off, rec)
+    finally:
+        os.close(fd)
+    return out

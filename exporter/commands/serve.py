@@ -91,7 +91,8 @@ def _token(args) -> tuple[str | None, str | None]:
 
 def run(args) -> int:
     from ..hook import default_run
-    from ..sidecar.sidecar import Sidecar, SourceSpec
+    from ..sidecar.sidecar import Sidecar
+    from ..sidecar.source import SourceSpec
     run_label = args.run or default_run()
     if not args.source and not args.ingest:
         print("rl-exporter serve: give at least one --source FORMAT:PATH (or --ingest)",

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.sidecar import Sidecar
+from exporter.sidecar.source import SourceSpec
 
 
 def vline(step: int) -> bytes:

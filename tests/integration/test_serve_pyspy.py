@@ -23,7 +23,8 @@ import pytest
 
 from exporter.core.thresholds import HangThresholds
 from exporter.postmortem import stacks as pm_stacks
-from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.sidecar import Sidecar
+from exporter.sidecar.source import SourceSpec
 
 pytestmark = [pytest.mark.integration]
 

@@ -12,7 +12,8 @@ import pytest
 
 from exporter import Exporter
 from exporter.catalog import CATALOG
-from exporter.gpu import Device, GPUSampler, parse_visible, start_sampler
+from exporter.gpu import GPUSampler, start_sampler
+from exporter.gpu_devices import Device, parse_visible
 from exporter.core.store import Store
 from exporter.testing import scrape
 from exporter.testing.nvml import FakeNVML, NVMLError_Timeout
@@ -347,7 +348,8 @@ def test_nvml_calls_do_not_hold_the_gil():
 def test_serve_samples_gpus_once_from_start(monkeypatch, tmp_path):
     """The sidecar samples GPUs before any log line arrives, and only once per process."""
     from prometheus_client import generate_latest
-    from exporter.sidecar.sidecar import Sidecar, SourceSpec
+    from exporter.sidecar.sidecar import Sidecar
+    from exporter.sidecar.source import SourceSpec
     nv = FakeNVML(2)
     monkeypatch.setitem(sys.modules, "pynvml", nv)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

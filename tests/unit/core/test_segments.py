@@ -4,7 +4,8 @@ rl_run_segment_start_timestamp_seconds, which the step-window rules gate on."""
 import pytest
 
 from exporter import Exporter
-from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.sidecar import Sidecar
+from exporter.sidecar.source import SourceSpec
 from exporter.testing import scrape
 
 START = "rl_run_segment_start_timestamp_seconds"

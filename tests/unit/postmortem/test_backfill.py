@@ -31,7 +31,8 @@ def test_replay_renders_exactly_the_series_serve_exports(tmp_path):
     after the same log, except the sidecar's own per-source and host-sampler series."""
     from prometheus_client.openmetrics.exposition import generate_latest
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
-    from exporter.sidecar.sidecar import Sidecar, SourceSpec
+    from exporter.sidecar.sidecar import Sidecar
+    from exporter.sidecar.source import SourceSpec
     log = tmp_path / "train.log"
     log.write_text("\n".join(VERL) + "\n")
     sc = Sidecar([SourceSpec(f"verl:{log}", "r1")], run="r1", port=None, gpu="off")

@@ -5,7 +5,8 @@ import logging
 import urllib.error
 import urllib.request
 
-from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.sidecar import Sidecar
+from exporter.sidecar.source import SourceSpec
 
 
 def post(sc, body: bytes, auth=None):

@@ -6,7 +6,8 @@ import urllib.request
 
 import pytest
 
-from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.sidecar import Sidecar
+from exporter.sidecar.source import SourceSpec
 
 
 def vline(step):

@@ -2,7 +2,8 @@
 event, and the state written before a new file's first frame can be spooled."""
 import json
 
-from exporter.sidecar.sidecar import Sidecar, SourceSpec
+from exporter.sidecar.sidecar import Sidecar
+from exporter.sidecar.source import SourceSpec
 from exporter.sidecar.track import FileTrack
 
 NOISE = b"(TaskRunner pid=1) INFO vllm: model loaded\n"

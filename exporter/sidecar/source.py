@@ -1,0 +1,345 @@
+"""One source of `rl-exporter serve`: a file, a glob of files or a document (trainer_state.json)
+in one format, followed, parsed and handed to its sidecar's pipelines, with its own health
+(what it is reading, how far behind, and what it could not read)."""
+from __future__ import annotations
+
+import fnmatch
+import glob as globmod
+import logging
+import os
+import time
+from collections import Counter
+
+from .. import spool
+from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser
+from ..logs.base import clean
+from .track import DocTrack, FileTrack
+
+log = logging.getLogger("rl_exporter.sidecar")
+
+_GLOB_CHARS = set("*?[")
+_NO_FRAME_LINES = 200         # lines without a frame, some shaped like another format: say so
+_NO_FRAME_ANY = 100_000       # lines without a frame at all (not even one before a restart)
+
+
+class SourceSpec:
+    """`FORMAT:PATH[,run=RUN]` (PATH may be a glob)."""
+
+    def __init__(self, text: str, default_run: str):
+        spec, run = text, default_run
+        if ",run=" in spec:
+            spec, run = spec.rsplit(",run=", 1)
+        fmt, sep, path = spec.partition(":")
+        if not sep or not path:
+            raise ValueError(f"--source {text!r}: expected FORMAT:PATH (e.g. verl_console:/logs/train.log)")
+        self.format = canonical_format(fmt)
+        self.pattern = os.path.expanduser(path)
+        self.run = run
+        self.name = path  # the `source` label
+
+    def __repr__(self):
+        return f"{self.format}:{self.pattern}"
+
+
+class Source:
+    def __init__(self, spec: SourceSpec, sidecar, saved: dict):
+        self.spec = spec
+        self.sidecar = sidecar
+        self.saved = saved or {}
+        self.tracks: dict[str, FileTrack] = {}
+        self.docs: dict[str, DocTrack] = {}
+        self.doc_parser = None
+        if spec.format in DOCUMENT_FORMATS:
+            self.doc_parser = make_parser(spec.format)
+            self.doc_parser.restore(self.saved.get("doc", {}))
+        self.is_glob = bool(_GLOB_CHARS & set(spec.pattern))
+        self.lines = 0
+        self.frames = 0
+        self.rejected: Counter = Counter()
+        self.errors: Counter = Counter()   # rl_exporter_source_errors_total, by kind
+        self._looks_like: Counter = Counter()  # formats detected in lines while no frame came
+        self.last_frame_ts = float("nan")
+        # The last frame applied, kept in the state file so a restart shows it at once.
+        self.last: dict | None = self.saved.get("last")
+        self._next_glob = 0.0
+
+    # ------------------------------------------------------------ files
+    def paths(self) -> list[str]:
+        if not self.is_glob:
+            return [self.spec.pattern]
+        now = time.monotonic()
+        if now >= self._next_glob:
+            self._next_glob = now + 1.0
+            self._glob = sorted(globmod.glob(self.spec.pattern))
+        return self._glob
+
+    def poll(self, now: float) -> bool:
+        """One pass over this source's files. True if anything was read."""
+        busy = False
+        if self.doc_parser is not None:
+            for p in self.paths():
+                busy |= self._poll_doc(p)
+            return busy
+        files = self.saved.get("files", {})
+        paths = self.paths()
+        for p in paths:
+            t = self.tracks.get(p)
+            if t is None:
+                t = self.tracks[p] = FileTrack(p, self.spec.format, files.get(p),
+                                            self.sidecar.max_line_bytes)
+            busy |= self._poll_file(t, now)
+        if self.is_glob and len(self.tracks) > len(paths):
+            busy |= self._retire(set(paths), now)
+        return busy
+
+    def _retire(self, listed: set, now: float) -> bool:
+        """Files of a glob that no longer match (deleted, renamed away): read what their
+        open descriptor still holds, then close them and drop their tracks, so deleted
+        logs neither hold a descriptor nor their disk space. One that vanished before it
+        could be opened is counted (file_unreadable)."""
+        busy = False
+        for p, t in list(self.tracks.items()):
+            if p in listed:
+                continue
+            f = t.follower
+            if f.fd is None:  # never opened: whatever it held was not read
+                if f.state == "waiting" and not f.bytes_read:
+                    self.errors["file_unreadable"] += 1
+                    self.sidecar._error("file_unreadable",
+                                        f"source {self.spec.name}: {p} was gone before it could "
+                                        "be read; counted in rl_exporter_source_errors_total"
+                                        "{kind=\"file_unreadable\"}")
+                del self.tracks[p]
+                continue
+            if self._poll_file(t, now):
+                busy = True
+            elif f.state == "deleted" and not f.lag and not t.open:
+                f.close()
+                del self.tracks[p]
+        return busy
+
+    def _poll_file(self, t: FileTrack, now: float) -> bool:
+        f = t.follower
+        too_long = f.too_long
+        events = f.poll()
+        self.rejected["line_too_long"] += f.too_long - too_long
+        if not events:
+            if t.open and now - t.last_data >= self.sidecar.idle_flush:
+                self._apply(t, t.on_idle(), t.resume)
+            return False
+        t.last_data = now
+        for kind, text, start, end in events:
+            if kind == "line":
+                self.lines += 1
+                frames = t.on_line(text, start, end)
+                self._apply(t, frames, t.resume if end else None)
+                if not self.frames and "no_frames" not in self.errors:
+                    self._no_frames_yet(text)
+            elif kind == "eof":
+                self._apply(t, t.on_eof(), None)
+                self.sidecar.checkpoint_soon()
+            elif kind == "start":
+                t.on_start(start, text)
+                # The file's identity is on disk before its first frame is spooled: a crash
+                # after a spool write can then always resume past it (apply_spool_offsets).
+                self.sidecar.checkpoint()
+            elif kind == "reset":
+                # the record left open by the old content; no resume offset (its bytes
+                # are gone), so the spool record is not a resume point either
+                self._apply(t, t.on_reset(text), None)
+                self.sidecar.checkpoint_soon()
+        return True
+
+    def _no_frames_yet(self, text: str) -> None:
+        """Many lines, not one frame: say once that the format is likely wrong (with the
+        format the lines look like), and count it (errors{kind="no_frames"})."""
+        if self.spec.format != "auto" and sum(self._looks_like.values()) < 20:
+            fmt = detect_line(clean(text))
+            if fmt is not None and fmt != self.spec.format:
+                self._looks_like[fmt] += 1
+        # start-up noise (vLLM, NCCL) is not a wrong format: lines shaped like another
+        # format are, and so is a very long log without a single frame, ever
+        hinted = sum(self._looks_like.values()) >= 20 and self.lines >= _NO_FRAME_LINES
+        if not hinted and (self.lines < _NO_FRAME_ANY or self.last is not None):
+            return
+        self.errors["no_frames"] += 1
+        hint = ""
+        if self._looks_like:
+            hint = f"; they look like {self._looks_like.most_common(1)[0][0]} (or try auto)"
+        log.warning("source %s: %d lines read and not one %s record%s (counted in "
+                    "rl_exporter_source_errors_total{kind=\"no_frames\"}; logged once)",
+                    self.spec.name, self.lines, self.spec.format, hint)
+
+    def _apply(self, t, frames, offset) -> None:
+        if not frames:
+            return
+        parser = t.parser if isinstance(t, FileTrack) else self.doc_parser
+        p = self.sidecar.pipeline_for(self.spec.run, parser.framework, self)
+        if p is None:
+            self.rejected["run_conflict"] += len(frames)
+            return
+        sc = self.sidecar
+        # start-up banners read with these lines (logs/read.py): one after training is a restart
+        banners = 0
+        if isinstance(t, FileTrack) and t.reader is not None:
+            banners, t.banners = t.reader.starts - t.banners, t.reader.starts
+        for fr in frames:
+            if sc.spool_out is not None:
+                extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
+                if isinstance(t, FileTrack):
+                    # the file these lines came from, not the one the follower is on now
+                    extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
+                sc.write_spool(self, fr, extra)
+            p.log(fr.data, step=fr.step, banners=banners)
+            banners = 0
+            self.frames += 1
+            sc.backpressure(p)
+        self.last_frame_ts = now = time.time()
+        fr = frames[-1]
+        self.last = {"framework": parser.framework, "step": fr.step, "ts": now,
+                     "data": {k: spool.encode_value(v) for k, v in fr.data.items()}}
+
+    def restore_last(self) -> None:
+        """Put the last frame exported before a restart back on /metrics (with its own
+        time, so a run that hung before the restart still looks stalled); it is not
+        counted again and not re-read: the resume offset is past it."""
+        last = self.last
+        if not last:
+            return
+        try:
+            data = spool.decode_data(last["data"])
+            step, ts, fw = last.get("step"), float(last["ts"]), last["framework"]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning("source %s: the saved last frame is unreadable; not restored",
+                        self.spec.name)
+            self.last = None
+            return
+        p = self.sidecar.pipeline_for(self.spec.run, fw, self) if data is not None else None
+        if p is None:
+            return
+        p.restore(data, step, ts)
+        self.last_frame_ts = ts
+        log.info("source %s: restored the last frame (step %s) from the state file",
+                 self.spec.name, step)
+
+    def _poll_doc(self, path: str) -> bool:
+        d = self.docs.get(path)
+        if d is None:
+            d = self.docs[path] = DocTrack(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            d.state = "waiting"
+            return False
+        d.state = "following"
+        sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if sig == d.sig:
+            return False
+        if sig != d.pending_sig:  # changed since last look: wait until it stops changing
+            d.pending_sig = sig
+            return True
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            return False
+        d.sig = sig
+        before = sum(self.doc_parser.rejected.values())
+        frames = self.doc_parser.feed_document(text)
+        if sum(self.doc_parser.rejected.values()) > before:
+            d.sig = None  # maybe still being written; retry when it changes
+        self.lines += text.count("\n")
+        self._apply(d, frames, None)
+        if frames:
+            self.sidecar.checkpoint_soon()
+        return True
+
+    def finish(self) -> None:
+        """The writers are done: the records still open at the end of the files are
+        complete as they are."""
+        for t in self.tracks.values():
+            if t.open:
+                self._apply(t, t.on_idle(), t.resume)
+
+    # ------------------------------------------------------------ state
+    def checkpoint(self) -> dict:
+        out: dict = {"files": {p: t.checkpoint() for p, t in self.tracks.items()
+                               if t.follower.dev is not None or t.follower.saved}}
+        if self.doc_parser is not None:
+            out["doc"] = self.doc_parser.checkpoint()
+        if self.last is not None:
+            out["last"] = self.last
+        return out
+
+    def apply_spool_offsets(self, offsets: dict) -> None:
+        """Move resume offsets forward to what the spool says was already written (the
+        process died between a spool write and the checkpoint); the spool's record is
+        then also the last frame to restore."""
+        files = self.saved.setdefault("files", {})
+        for path, (gen, off, rec) in offsets.items():
+            st = (files.get(path) or {}).get("file")
+            if st and st.get("gen", 0) == gen and off > st.get("offset", 0):
+                log.info("%s: the spool is ahead of the checkpoint (byte %d > %d): resuming there",
+                         path, off, st["offset"])
+                st["offset"] = off
+                self.last = {k: rec.get(k) for k in ("framework", "step", "ts", "data")}
+
+    def resume_from_spool(self, offsets: dict) -> None:
+        """The state file was lost: rebuild each file's resume point from the last spool
+        record of it (its generation, inode and offset), so what the spool holds is not
+        read again. A file whose inode is no longer at its path is found rotated in its
+        directory, as after a normal restart; one that is gone is read from the start."""
+        files = self.saved.setdefault("files", {})
+        newest = None
+        for path, (gen, off, rec) in offsets.items():
+            if not (path == self.spec.pattern or
+                    (self.is_glob and fnmatch.fnmatchcase(path, self.spec.pattern))):
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            ino = rec.get("ino")
+            if not isinstance(ino, int):  # a spool written before records carried the inode
+                if st is None or st.st_size < off:
+                    continue
+                ino = st.st_ino
+            try:
+                dev = st.st_dev if st is not None and st.st_ino == ino else \
+                    os.stat(os.path.dirname(path) or ".").st_dev
+            except OSError:
+                continue
+            files[path] = {"file": {"dev": dev, "ino": ino, "offset": off, "fp_len": 0, "fp": "",
+                                    "gen": gen}, "format": self.spec.format}
+            if newest is None or (rec.get("ts") or 0) >= (newest.get("ts") or 0):
+                newest = rec
+        if newest is not None:
+            self.last = {k: newest.get(k) for k in ("framework", "step", "ts", "data")}
+
+    def parser_rejections(self) -> Counter:
+        c = Counter(self.rejected)
+        for t in self.tracks.values():
+            if t.parser is not None:
+                c.update(t.parser.rejected)
+        if self.doc_parser is not None:
+            c.update(self.doc_parser.rejected)
+        return c
+
+    def health(self) -> dict:
+        files = []
+        for p, t in self.tracks.items():
+            f = t.follower
+            files.append({"path": p, "state": f.state, "format": t.format, "offset": f.offset,
+                          "lag_bytes": f.lag, "rotations": f.rotations,
+                          "truncations": f.truncations})
+        for p, d in self.docs.items():
+            files.append({"path": p, "state": d.state, "format": self.spec.format})
+        if not files:
+            state = "waiting"
+        elif all(x["state"] == "waiting" for x in files):
+            state = "waiting"
+        else:
+            state = "following"
+        return {"source": self.spec.name, "format": self.spec.format, "run": self.spec.run,
+                "state": state, "lag_bytes": sum(x.get("lag_bytes", 0) for x in files),
+                "frames": self.frames, "files": files}
