@@ -20,7 +20,7 @@ from exporter.postmortem import deviation as dv  # noqa: E402
 
 DATA = os.path.join(REPO, "tests", "data")
 OUT = os.path.join(REPO, "docs", "img", "baseline-trl-entropy.png")
-QWEN = os.path.join(DATA, "baselines", "eric-haibin-lin_verl-data_qwen25-05b-ppo-gsm8k-")
+QWEN = os.path.join(DATA, "runs", "verl", "eric-haibin-lin_verl-data_qwen25-05b-ppo-gsm8k-")
 
 
 def panel(ax, doc, key, healthy, run, title):

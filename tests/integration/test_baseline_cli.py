@@ -15,8 +15,8 @@ from tests.integration.prom import Prometheus
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
-HEALTHY = DATA / "baselines" / "jianghoucheng_agent_on_policy_distillation_ry3hgbx5.log"
-FAILED = DATA / "baselines" / "jianghoucheng_agent_on_policy_distillation_gjvwlq13_collapse.log"
+HEALTHY = DATA / "runs" / "verl" / "jianghoucheng_agent_on_policy_distillation_ry3hgbx5.log"
+FAILED = DATA / "runs" / "verl" / "jianghoucheng_agent_on_policy_distillation_gjvwlq13_collapse.log"
 needs_engine = pytest.mark.skipif(
     not (shutil.which("prometheus") and shutil.which("promtool")),
     reason="needs Debian prometheus (promtool ships with it): apt install prometheus")

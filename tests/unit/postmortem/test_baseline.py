@@ -100,7 +100,7 @@ def test_not_a_baseline_or_another_version_is_a_clear_error(tmp_path):
 
 @pytest.fixture(scope="module")
 def qwen():
-    return [bl.read_run(str(DATA / "baselines" / f"{QWEN}{n}.log")) for n in ("resp256", "resp512")]
+    return [bl.read_run(str(DATA / "runs" / "verl" / f"{QWEN}{n}.log")) for n in ("resp256", "resp512")]
 
 
 def test_healthy_runs_that_disagree_get_no_band_and_the_file_says_why(qwen):

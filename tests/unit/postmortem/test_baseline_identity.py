@@ -16,7 +16,7 @@ from exporter.postmortem import deviation as dv
 DATA = Path(__file__).resolve().parents[2] / "data"
 HEALTHY = DATA / "trl" / "healthy.spool"
 COLLAPSE = DATA / "trl" / "entropy_collapse.spool"
-VERL = DATA / "baselines" / "eric-haibin-lin_verl-data_qwen25-05b-ppo-gsm8k-resp256.log"
+VERL = DATA / "runs" / "verl" / "eric-haibin-lin_verl-data_qwen25-05b-ppo-gsm8k-resp256.log"
 
 
 @pytest.fixture(scope="module")
