@@ -23,7 +23,7 @@ from pathlib import Path
 from . import check as _check
 from .render import OverrideError, render, yaml_text
 from exporter.postmortem.baseline import BaselineError
-from .paths import AM_FILE, HERE, RULES_FILE, TEST_FILE  # noqa: F401 (re-exported)
+from .paths import AM_FILE, HERE, RULES_FILE, RUNBOOK, TEST_FILE  # noqa: F401 (re-exported)
 
 
 def load_overrides(path: str | None) -> dict | None:
@@ -66,9 +66,10 @@ def main(argv=None) -> int:
                   "promtool cases for every alert, cadence budgets hold)")
         return 1 if problems else 0
     if a.command == "docs":
-        from . import docs
+        from . import docs, runbook
         docs.write()
-        print(f"wrote {docs.DOC} and {docs.RUNBOOK}")
+        RUNBOOK.write_text(runbook.render())
+        print(f"wrote {docs.DOC} and {RUNBOOK}")
         return 0
     if a.command == "cadence":
         from . import cadence

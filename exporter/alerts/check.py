@@ -82,8 +82,12 @@ def run_checks() -> list[str]:
         problems += missing_cases()
         from . import cadence
         problems += cadence.problems()
-        from . import docs
+        from . import docs, runbook
         problems += docs.problems()
+        if not RUNBOOK.exists() or RUNBOOK.read_text() != runbook.render():
+            problems.append("exporter/rules/runbook.md differs from the alerts' records; "
+                            "run `rl-exporter alerts generate`")
+        problems += runbook.missing()
     except ImportError as e:
         problems.append(f"exporter/alerts/testcases.py: {e}")
     from .alertmanager import config, yaml_text as am_yaml
@@ -92,7 +96,8 @@ def run_checks() -> list[str]:
         problems.append("helm/rl-exporter/files/alertmanager/alertmanager.yml differs from exporter/alerts/alertmanager.py; "
                         "run `python -m exporter.alerts alertmanager`")
     names = [a.name for a in ALERTS]
-    for cause, symptom in __import__("exporter.alerts.rules", fromlist=["CAUSES"]).CAUSES:
+    from .rules import CAUSES
+    for cause, symptom in CAUSES:
         for n in (cause, symptom):
             if n not in names:
                 problems.append(f"inhibition names unknown alert {n}")

@@ -14,13 +14,9 @@ import re
 
 from exporter.promql import format_duration, parse_duration
 
-from .config import (BASELINE_FACTOR, CONFIG, REWARD_WINDOW_FACTOR, RUNBOOK_BASE_URL, SEVERITIES, TIERS,
-                     TREND_FACTOR, Dur)
+from .config import BASELINE_FACTOR, REWARD_WINDOW_FACTOR, RUNBOOK_BASE_URL, SEVERITIES, TIERS, TREND_FACTOR, Dur
 from .recordings import RECORDINGS
-from .rules import ALERTS
-
-# Config values in annotation text are written [[name]] (Go templates own the braces).
-_CONFIG_IN_TEXT = re.compile(r"\[\[(\w+)\]\]")
+from .rules import ALERTS, CONFIG
 
 duration = format_duration  # the rule files' duration strings (exporter/promql.py)
 
@@ -92,13 +88,20 @@ def _num(x) -> str:
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def fill(expr: str, values: dict) -> str:
-    """Fill {name} placeholders, then turn doubled braces into PromQL's single ones."""
+def fill_text(text: str, values: dict) -> str:
+    """Fill the {name} placeholders of annotation text or prose; any other brace is the text's
+    own (Go templates: `{{ $value }}`, PromQL selectors: `{stat="max"}`)."""
     def sub(m):
         if m.group(1) not in values:
-            raise KeyError(f"unknown placeholder {m.group(0)} in {expr!r}")
-        return values[m.group(1)]
-    return _PLACEHOLDER.sub(sub, expr).replace("{{", "{").replace("}}", "}")
+            raise KeyError(f"unknown placeholder {m.group(0)} in {text!r}")
+        return str(values[m.group(1)])
+    return _PLACEHOLDER.sub(sub, text)
+
+
+def fill(expr: str, values: dict) -> str:
+    """Fill an expression's {name} placeholders, then turn its doubled braces into PromQL's
+    single ones (expressions are Python format strings: exporter/alerts/exprs.py)."""
+    return fill_text(expr, values).replace("{{", "{").replace("}}", "}")
 
 
 THRESHOLD_SENTINEL = "__threshold_{}__"
@@ -128,14 +131,14 @@ def render(overrides: dict | None = None, time_scale: float = 1.0,
         if o.get("disabled"):
             continue
         for_s = parse_duration(o["for"]) if "for" in o else a.for_.seconds
-        desc = _CONFIG_IN_TEXT.sub(lambda m: vals[m.group(1)], a.description)
+        desc = fill_text(a.description, vals)
         alerts.append({
             "alert": a.name,
             "expr": fill(a.expr, vals),
             "for": duration(for_s * time_scale),
             "labels": {"severity": o.get("severity", a.severity), **a.labels},
             "annotations": {
-                "summary": a.summary,
+                "summary": fill_text(a.summary, vals),
                 "description": desc,
                 "runbook_url": o.get("runbook_url") or f"{base_url}#{a.name.lower()}",
             },
