@@ -1,4 +1,4 @@
-"""Consistency checks for the generated rules (run by `python -m exporter.alerts --check` and CI)."""
+"""Consistency checks for the generated rules (run by `rl-exporter alerts check`, which CI runs)."""
 from __future__ import annotations
 
 import re
@@ -51,7 +51,7 @@ def run_checks() -> list[str]:
     want = yaml_text(doc)
     if not RULES_FILE.exists() or RULES_FILE.read_text() != want:
         problems.append(f"exporter/rules/{RULES_FILE.name} differs from the generated rules; "
-                        "run `python -m exporter.alerts render`")
+                        "run `rl-exporter alerts generate`")
     problems += unknown_metrics(doc)
     anchors = runbook_anchors(RUNBOOK.read_text()) if RUNBOOK.exists() else set()
     for g in doc["groups"]:
@@ -94,7 +94,7 @@ def run_checks() -> list[str]:
     am_file = AM_FILE
     if not am_file.exists() or am_file.read_text() != am_yaml(config()):
         problems.append("helm/rl-exporter/files/alertmanager/alertmanager.yml differs from exporter/alerts/alertmanager.py; "
-                        "run `python -m exporter.alerts alertmanager`")
+                        "run `rl-exporter alerts generate`")
     names = [a.name for a in ALERTS]
     from .rules import CAUSES
     for cause, symptom in CAUSES:

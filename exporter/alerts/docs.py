@@ -6,12 +6,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from .recordings import alert_metrics
 from .rules import ALERTS
 from .render import duration
+from .paths import DOC
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
 
 
 def alerts_table() -> str:
