@@ -3,8 +3,10 @@ per alert with its Meaning (stated from the rule's own settings, so it cannot dr
 Diagnosis, Mitigation and, where it has one, Time to fire; then the sources it cites.
 
 Prose placeholders: `{name}` is the value of CONFIG[name] as a person reads it (durations in
-words); `{recent}`, `{baseline}`, `{best}`, `{lowest}`, `{reward}` are the step-window phrases
-built from the step-window settings, `{for}` the alert's `for:`. tests/unit/alerts/test_meanings.py
+words); `{recent}` ("the last 5-20 steps", linked to docs/alerts.md for the mechanics),
+`{baseline}` ("the 20-80 steps before them"), `{trend}`, their `reward_` variants (the reward's
+windows are REWARD_WINDOW_FACTOR times longer) and `{last_<setting>}` (the shortest window
+holding that many steps) are the step-window phrases, `{for}` the alert's `for:`. tests/unit/alerts/test_meanings.py
 fails when an alert's expression uses a threshold its Meaning does not state.
 """
 from __future__ import annotations
@@ -78,36 +80,50 @@ def value(name: str) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def recent_phrase() -> str:
-    ws = ", ".join(words(CONFIG[f"step_window_{i}"].seconds) for i in TIERS)
-    return (f"the recent step window (per run, the shortest of {ws} holding at least "
-            f"{CONFIG['recent_min_steps']} steps)")
+WINDOWS = "../../docs/alerts.md#step-aware-windows"   # how the step windows work, from the runbook
 
 
-def trend_phrase(which: str) -> str:
-    return (f"its {which} baseline level over the trend window ({TREND_FACTOR} recent windows, "
-            f"{TREND_FACTOR * CONFIG['recent_min_steps']}-{TREND_FACTOR * 4 * CONFIG['recent_min_steps']} steps)")
+def _span(n: int) -> str:
+    """The steps the shortest step window holding at least n steps holds: n up to the next
+    tier's ratio times n (the tiers are 4x apart)."""
+    ws = [CONFIG[f"step_window_{i}"].seconds for i in TIERS]
+    ratio = max(b / a for a, b in zip(ws, ws[1:]))
+    return f"{n}-{round(n * ratio)}"
 
 
-def reward_phrase() -> str:
-    return (f"The reward's windows, baseline and trend window are {REWARD_WINDOW_FACTOR}x those of "
-            f"the other rules ({REWARD_WINDOW_FACTOR * CONFIG['recent_min_steps']} steps or more): "
-            "a reward is a mean over a few groups, and some trainers log it on rollout steps only.")
+def last_steps(n: int, factor: int = 1) -> str:
+    """The recent window as a person reads it: the last 5-20 steps (factor: the reward's longer
+    windows), linked to the mechanics in docs/alerts.md."""
+    return f"[the last {_span(n * factor)} steps]({WINDOWS})"
 
 
-def baseline_phrase() -> str:
-    return (f"its baseline (the {BASELINE_FACTOR}x longer window just before, holding at least "
-            f"{CONFIG['baseline_min_steps']} steps, once the run is past step {CONFIG['warmup_steps']})")
+def before_steps(factor: int = 1) -> str:
+    """The baseline window: the BASELINE_FACTOR x longer window just before the recent one, with
+    at least baseline_min_steps steps, past warm-up."""
+    n = CONFIG["recent_min_steps"] * factor * BASELINE_FACTOR
+    lo, hi = max(n, CONFIG["baseline_min_steps"]), int(_span(n).split("-")[1])
+    return f"the {lo}-{hi} steps before them (once the run is past step {CONFIG['warmup_steps']})"
 
 
-# phrase -> the settings it states
+def trend_steps(factor: int = 1) -> str:
+    """The trend window: TREND_FACTOR recent windows."""
+    return f"the last {_span(CONFIG['recent_min_steps'] * factor * TREND_FACTOR)} steps"
+
+
+_WINDOWS = {"recent_min_steps"} | {f"step_window_{i}" for i in TIERS}
+_BASELINE = _WINDOWS | {"baseline_min_steps", "warmup_steps"}
+# phrase -> (its text, the settings it states)
 PHRASES = {
-    "recent": (recent_phrase, {"recent_min_steps"} | {f"step_window_{i}" for i in TIERS}),
-    "baseline": (baseline_phrase, set()),
-    "best": (lambda: trend_phrase("best"), set()),
-    "lowest": (lambda: trend_phrase("lowest"), set()),
-    "reward": (reward_phrase, set()),
+    "recent": (lambda: last_steps(CONFIG["recent_min_steps"]), _WINDOWS),
+    "baseline": (before_steps, _BASELINE),
+    "trend": (trend_steps, _WINDOWS),
+    "reward_recent": (lambda: last_steps(CONFIG["recent_min_steps"], REWARD_WINDOW_FACTOR), _WINDOWS),
+    "reward_baseline": (lambda: before_steps(REWARD_WINDOW_FACTOR), _BASELINE),
+    "reward_trend": (lambda: trend_steps(REWARD_WINDOW_FACTOR), _WINDOWS),
 }
+# {last_<setting>}: the shortest step window holding at least CONFIG[setting] steps
+for _name in ("nonfinite_persist_steps", "grad_clip_pinned_steps", "straggler_steps"):
+    PHRASES[f"last_{_name}"] = ((lambda n=_name: last_steps(CONFIG[n])), _WINDOWS | {_name})
 
 
 def fill(text: str, alert: Alert | None = None) -> str:

@@ -118,7 +118,7 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: reward margin fell to {{ printf \"%.3f\" $value }}, a "
                     "fraction of its baseline over the preceding steps.",
         meaning="the chosen-minus-rejected reward margin over {recent} fell below "
-                "{margin_collapse_ratio} x {baseline} (a positive baseline).",
+                "{margin_collapse_ratio} x its mean over {baseline}, where that mean is positive.",
         impact="the reward model no longer discriminates (the RL metrics dictionary: "
                "`rm/reward_margin`).",
         diagnosis="first `rl_preference_accuracy_ratio`; next label noise and learning rate.",

@@ -68,10 +68,11 @@ ALERTS: list[Alert] = [
                     "tokens, over {length_runaway_factor}x its lowest level of the last tens of "
                     "steps, with more than {length_runaway_truncation} of responses truncated and no "
                     "reward gain.",
-        meaning="mean response length over {recent} is more than {length_runaway_factor} x {lowest}, "
-                "more than {length_runaway_truncation} of responses hit the length limit on average "
-                "over the same window, and the task reward is not {reward_drop_min} above its best "
-                "baseline level of the trend window.",
+        meaning="mean response length over {recent} is more than {length_runaway_factor} x the "
+                "lowest level it held over {trend}, more than {length_runaway_truncation} of "
+                "responses hit the length limit on average over the same recent steps, and the task "
+                "reward of {reward_recent} is not {reward_drop_min} above the best level it held "
+                "over {reward_trend}.",
         impact="the cap binds: a growing share of answers is cut (no or wrong reward), each step "
                "costs more tokens, and the reward does not improve for it.",
         diagnosis_source="the veRL metrics guide, `response_length/clip_ratio`: 0.1-0.3 acceptable, "
@@ -122,9 +123,9 @@ ALERTS: list[Alert] = [
         summary="Responses get shorter while reward rises: a reward-hacking hint.",
         description="Run {{ $labels.run }}: mean response length fell to {{ printf \"%.0f\" $value "
                     "}} tokens while reward rose above its baseline.",
-        meaning="mean response length over {recent} fell more than {length_drop_ratio} below "
-                "{baseline} while the task reward rose more than {reward_rise_ratio} above its "
-                "baseline.",
+        meaning="mean response length over {recent} fell more than {length_drop_ratio} below its "
+                "mean over {baseline} while the task reward of {reward_recent} rose more than "
+                "{reward_rise_ratio} above its mean over {reward_baseline}.",
         impact="a reward-hacking hint (the RL metrics dictionary: \"评测不涨但 reward 涨 -> "
                "response_length 是否在变\").",
         diagnosis="first validation (`rl_validation_score`: does it still rise?); next "
@@ -160,7 +161,8 @@ ALERTS: list[Alert] = [
                     "rises.",
         meaning="a core validation score is more than {validation_drop} below its best of the last "
                 "{validation_window} (with at least {validation_min_changes} new validation results "
-                "in that window) while the task reward of {recent} is at or above its baseline.",
+                "in that window) while the task reward of {reward_recent} is at or above its mean "
+                "over {reward_baseline}.",
         impact="the policy is overfitting the training reward.",
         diagnosis_source="the RL metrics dictionary",
         diagnosis="first `rl_response_length_tokens` (is length moving?); next "

@@ -47,26 +47,30 @@ ALERTS: list[Alert] = [
                     "humanizeDuration }} (longer than max(floor, k x its longest recent step)).",
         why_critical="Certain: the step counter is the run's own, read from a live exporter, and the "
                      "run has not reached its configured total steps (a finished run whose exporter "
-                     "keeps serving does not page). Persistent: no step for max(30 min, 5x the "
-                     "longest step of 5 h 20 min), so no checkpoint or validation pause qualifies. "
-                     "Fatal: GPUs are held and nothing trains.",
+                     "keeps serving does not page). Persistent: no step for "
+                     "max({stall_floor_seconds}, {stall_step_factor}x the longest step of "
+                     "{step_window_4}), so no checkpoint or validation pause qualifies. Fatal: GPUs "
+                     "are held and nothing trains.",
         meaning="`rl_training_step` has not advanced for longer than max({stall_floor_seconds}, "
                 "{stall_step_factor} x the longest step of the last {step_window_4}) while "
                 "Prometheus still scrapes the exporter, and the run has not reached its configured "
                 "total (`rl_config_value{parameter=\"total_training_steps\"}`): a finished run whose "
                 "exporter keeps serving does not page. Held {for}.",
         impact="GPUs are held and nothing trains. Paging.",
-        diagnosis="first the trainer's log tail and process state (hung NCCL collective, deadlocked "
-                  "dataloader, rollout engine waiting on a dead worker); next "
+        diagnosis="first whether it finished or paused on purpose: the last log lines and a final "
+                  "checkpoint say so (a run whose integration exports its total steps, "
+                  "`rl_config_value{parameter=\"total_training_steps\"}`, does not page when it "
+                  "finishes); if it did, silence the alert and stop the sidecar or the exporter. "
+                  "Otherwise the trainer's log tail and process state (hung NCCL collective, "
+                  "deadlocked dataloader, rollout engine waiting on a dead worker); next "
                   "`rl_phase_duration_seconds` of the last step (which phase was running) and the "
-                  "GPU utilisation of every rank (one rank at 0 % = the straggler others wait for). "
-                  "A finished run does not page when the trainer's integration exported its total "
-                  "steps (`rl_config_value{parameter=\"total_training_steps\"}`: veRL, TRL); with "
-                  "another framework, set it once at start (`exporter.store.set(\"rl_config_value\", "
-                  "total, {\"parameter\": \"total_training_steps\"})`) or close the exporter when "
-                  "training ends.",
+                  "GPU utilisation of every rank (one rank at 0 % = the straggler others wait for).",
         mitigation="dump stacks (`py-spy dump`), kill and resume from the last checkpoint; set NCCL "
-                   "timeouts so a hang becomes a crash.",
+                   "timeouts so a hang becomes a crash. So that a finished run does not page next "
+                   "time with a framework whose integration exports no total (veRL and TRL do): set "
+                   "it once at start (`exporter.store.set(\"rl_config_value\", total, "
+                   "{\"parameter\": \"total_training_steps\"})`) or close the exporter when training "
+                   "ends.",
         cases=[
             Case(
                 fire=[s("rl_training_step_timestamp_seconds", "0+60x10 600x50"),
@@ -107,10 +111,14 @@ ALERTS: list[Alert] = [
                 "`run` label is the one the target last reported.",
         impact="the run is blind, and the in-process exporter dies with the trainer, so this usually "
                "means the trainer crashed. Paging.",
-        diagnosis="first whether the trainer process/pod still exists (OOM kill, node loss, exit "
-                  "code); next the network path (port, NetworkPolicy, ServiceMonitor selector) if "
-                  "the trainer is alive.",
-        mitigation="restart from the last checkpoint; if the trainer is alive, fix the scrape path.",
+        diagnosis="first whether the run ended normally (the last log lines, a final checkpoint, the "
+                  "job Completed): then nothing is lost, and the target should leave service "
+                  "discovery with its pod; a static target that outlives its run reads as down. "
+                  "Otherwise whether the trainer process or pod still exists (OOM kill, node loss, "
+                  "exit code); next the network path (port, NetworkPolicy, ServiceMonitor selector) "
+                  "if the trainer is alive.",
+        mitigation="a finished run: remove its target (or let the job's pod go); a crash: restart "
+                   "from the last checkpoint; a live trainer: fix the scrape path.",
         cases=[
             Case(
                 fire=[{"series": 'up{job="rl-exporter", instance="h:9464"}', "values": "1x10 0x20"},
@@ -147,12 +155,13 @@ ALERTS: list[Alert] = [
                     "and its step never got past the highest it had reached before: each restart "
                     "redoes the same steps.",
         meaning="the run restarted {restart_loop_count} or more times within one of the step windows "
-                "({step_window_1}, {step_window_2}, {step_window_3}, {step_window_4}) while the "
-                "highest `rl_training_step` of that window got fewer than "
-                "{restart_min_progress_steps} steps past the highest of the {step_window_4} before "
-                "it. A restart is the step going back (a resume from an older checkpoint) or the "
-                "exporter's counters resetting (`rl_exporter_frames_received_total`: a new process). "
-                "Held {for}. One restart that resumes and moves on never fires.",
+                "({step_window_1} to {step_window_4}) while its highest `rl_training_step` there got "
+                "fewer than {restart_min_progress_steps} steps past the highest of the "
+                "{step_window_4} before it. A restart is the step going back (a resume from an older "
+                "checkpoint) or the exporter's counters resetting "
+                "(`rl_exporter_frames_received_total`: a new process). Held {for}. One restart that "
+                "resumes and moves on never fires. A restart that comes back as a new scrape target "
+                "(a new pod with a new `instance`) starts new series, and is not counted.",
         impact="a crash loop: every process redoes the steps the last one did and dies before it "
                "gets further, so the GPUs are held and the run makes no progress (the goodput "
                "`restart` bucket takes the time: the overview's \"Where the time went\" row). It "
@@ -167,8 +176,11 @@ ALERTS: list[Alert] = [
                   "that cannot be loaded (a corrupted shard, a sample that overflows memory), "
                   "different steps at hardware (one bad GPU or node: `hw_gpu_*` of the rank that "
                   "dies first).",
-        mitigation="stop the loop (it only burns GPU hours); exclude the bad node, skip the poisoned "
-                   "batch, or resume from an earlier checkpoint; then restart once.",
+        mitigation="stop the loop first (it only burns GPU hours): cancel the job (`kubectl delete` "
+                   "the Job or PyTorchJob, `ray job stop`) or set its restart budget to 0 "
+                   "(`backoffLimit: 0`, torchrun `--max-restarts 0`, the fault-tolerance launcher's "
+                   "`--max-restarts`); then exclude the bad node, skip the poisoned batch, or resume "
+                   "from an earlier checkpoint; then restart once.",
         cases=[
             # a crash loop from minute 60: every process resumes from the checkpoint at step 60, gets to
             # step 64 and dies. At 100m the 20-minute window holds 5 step decreases (84, 88, ..., 100m)

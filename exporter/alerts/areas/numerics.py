@@ -25,18 +25,22 @@ ALERTS: list[Alert] = [
                      "over a window holding >= {nonfinite_persist_steps} steps saw it, so a lone "
                      "skipped step cannot page. Fatal: a loss that stays non-finite means the "
                      "weights or the optimizer state are poisoned; every further step is wasted.",
-        meaning="the loss, policy loss or value loss was NaN or infinite on every sample of the "
-                "shortest step window holding at least {nonfinite_persist_steps} steps. A lone "
-                "non-finite step, or a non-finite gradient norm the trainer skipped, does not page "
-                "(see RLNonFiniteGradSkipped).",
+        meaning="the loss, policy loss or value loss was NaN or infinite on every step of "
+                "{last_nonfinite_persist_steps}. A lone non-finite step, or a non-finite gradient "
+                "norm the trainer skipped, does not page (see RLNonFiniteGradSkipped).",
         impact="a loss that stays non-finite means the weights or optimizer state are poisoned; "
                "every later step is wasted. Paging.",
-        diagnosis="first `rl_grad_norm` and `rl_reference_kl{stat=\"max\"}` in the steps before (the "
-                  "veRL metrics guide: training collapse = gradient explosion; the posttrain metrics "
-                  "reference: one token owning the step); next the learning rate schedule, bf16/fp16 "
+        diagnosis="first whether the optimizer skipped those updates (RL run overview, row Optimizer "
+                  "outcome: Update outcome = skipped, Skip reason): then the weights are intact, and "
+                  "the run can resume from the latest checkpoint instead of rolling back. Next the "
+                  "steps before the NaN on the Gradient norm and KL to reference panels (the veRL "
+                  "metrics guide: training collapse = gradient explosion; the posttrain metrics "
+                  "reference: one token owning the step), then the learning rate schedule, bf16/fp16 "
                   "overflow, and rewards outside the expected scale.",
-        mitigation="roll back to the last finite checkpoint, lower the learning rate or enable "
-                   "gradient clipping / the finite-gradient guard, clamp the KL coefficient.",
+        mitigation="updates skipped: resume from the latest checkpoint with the cause fixed; updates "
+                   "applied: roll back to the last finite checkpoint. Then lower the learning rate "
+                   "or enable gradient clipping / the finite-gradient guard, clamp the KL "
+                   "coefficient.",
         cases=[
             Case(
                 fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15")],

@@ -26,11 +26,13 @@ ALERTS: list[Alert] = [
         summary="The task reward dropped sharply below the run's own recent level.",
         description="Run {{ $labels.run }}: mean task reward fell by {{ printf \"%.3f\" $value }} "
                     "below its baseline over the preceding steps.",
-        meaning="the mean task reward of {recent} fell more than {reward_drop_ratio} x |baseline|, "
-                "more than {reward_drop_min} and more than {reward_noise_sigmas} per-step standard "
-                "deviations of the baseline window below {baseline}. The task reward is the raw "
-                "score (`rl_score`: veRL `critic/score`, slime/Miles `rollout/raw_reward`) where "
-                "logged, else `rl_reward`. {reward}",
+        meaning="the mean task reward of {reward_recent} fell below its mean over {reward_baseline} "
+                "by more than {reward_drop_ratio} x that level, more than {reward_drop_min}, and "
+                "more than {reward_noise_sigmas} per-step standard deviations of those steps. The "
+                "task reward is the raw score (`rl_score`: veRL `critic/score`, slime/Miles "
+                "`rollout/raw_reward`) where logged, else `rl_reward`; its windows are twice the "
+                "other rules' (a reward is a mean over a few groups, and some trainers log it on "
+                "rollout steps only).",
         impact="the policy got worse; checkpoints from now on are not the ones to keep. A ticket: a "
                "relative drop is a judgement (curriculum or data changes move it too), so it does "
                "not page.",
@@ -76,10 +78,11 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: mean task reward is {{ printf \"%.3f\" $value }} below "
                     "the best level it held over the last tens of steps: a slow decline the "
                     "step-to-step baseline follows.",
-        meaning="the mean task reward of {recent} is more than {reward_decline_ratio} x |best|, more "
-                "than {reward_drop_min} and more than {reward_noise_sigmas} per-step standard "
-                "deviations of the baseline window below {best}: a decline too slow for "
-                "RLRewardCollapse, whose baseline drifts down with it. {reward}",
+        meaning="the mean task reward of {reward_recent} is below the best level it held over "
+                "{reward_trend} by more than {reward_decline_ratio} x that level, more than "
+                "{reward_drop_min}, and more than {reward_noise_sigmas} per-step standard "
+                "deviations: a decline too slow for RLRewardCollapse, whose baseline drifts down "
+                "with it. The task reward is RLRewardCollapse's, over the same windows.",
         impact="the policy has been getting worse for tens of steps; every step since the best level "
                "is wasted, and the step-to-step RLRewardCollapse stays silent because its baseline "
                "declines too.",

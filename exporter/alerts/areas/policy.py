@@ -23,11 +23,15 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: mean entropy is {{ printf \"%.3f\" $value }}, under "
                     "{entropy_collapse_ratio}x its baseline over the preceding steps.",
         meaning="mean token entropy (`rl_entropy`; veRL up to v0.3.0.post1 logs it as "
-                "`actor/entropy_loss`) over {recent} is below {entropy_collapse_ratio} x {baseline}.",
+                "`actor/entropy_loss`) over {recent} is below {entropy_collapse_ratio} x its mean "
+                "over {baseline}.",
         impact="the policy stops exploring (the veRL metrics guide, problem 2, premature "
                "convergence); reward collapse often follows.",
-        diagnosis="first `rl_reward` (is it already falling?) and `rl_policy_kl` near 0; next "
-                  "`rl_policy_clip_ratio` and the entropy coefficient.",
+        diagnosis="first the task score the reward rules read (`rl_score`, else `rl_reward`): is it "
+                  "already falling, or rising suspiciously? A collapse often comes with reward "
+                  "hacking (the RL metrics dictionary): read a few samples (the same short answer, "
+                  "format tricks) and the response length before raising entropy. Next "
+                  "`rl_policy_kl` near 0, `rl_policy_clip_ratio` and the entropy coefficient.",
         mitigation="raise `entropy_coeff` (the veRL metrics guide: 0.001 -> 0.01) or the rollout "
                    "temperature (1.0 -> 1.2).",
         cases=[
@@ -98,9 +102,9 @@ ALERTS: list[Alert] = [
                     "healthy range.",
         meaning="KL to the frozen reference (`rl_reference_kl`, or where a run logs none the KL it "
                 "folds into the reward, `rl_reward_kl_penalty`) over {recent} is more than "
-                "{reference_kl_runaway_factor} x {baseline} (a baseline above "
-                "{reference_kl_baseline_min}) and above {reference_kl_min}; or above "
-                "{reference_kl_high} once the run has a baseline.",
+                "{reference_kl_runaway_factor} x its mean over {baseline}, where that mean is above "
+                "{reference_kl_baseline_min}, and above {reference_kl_min}; or above "
+                "{reference_kl_high} once the run has such a baseline.",
         impact="the policy is drifting away from the reference faster than before (reward hacking, "
                "language drift).",
         diagnosis_source="the RL metrics dictionary, section 12, \"KL spikes\"",
@@ -160,8 +164,8 @@ ALERTS: list[Alert] = [
                     "far above its baseline, and the gradient norm above anything in the baseline "
                     "window.",
         meaning="on the latest step `kl_max / kl_mean` exceeds {kl_max_over_mean}, `kl_max` is more "
-                "than {kl_max_jump_factor} x its baseline mean, and the gradient norm is above the "
-                "largest value of the baseline window: one token owns the step.",
+                "than {kl_max_jump_factor} x its mean over {baseline}, and the gradient norm is "
+                "above the largest value of those steps: one token owns the step.",
         impact="a single token's K3 penalty drives the whole update; NaNs or a collapse usually follow.",
         diagnosis="first the samples of that step (a near-zero reference probability token); next "
                   "`rl_grad_norm` and the KL estimator in use.",
@@ -283,8 +287,8 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: median gradient norm is {{ printf \"%.3g\" $value }}, "
                     "more than {grad_norm_explosion_factor}x its baseline over the preceding steps.",
         meaning="the median gradient norm of {recent} is more than {grad_norm_explosion_factor} x "
-                "the median of {baseline}. A median: one skipped step's Inf does not move it, and a "
-                "spike of one or two steps does not fire. A baseline median at or under "
+                "its median over {baseline}. A median: one skipped step's Inf does not move it, and "
+                "a spike of one or two steps does not fire. A baseline median at or under "
                 "{grad_norm_vanishing} (a gradient that is exactly 0 on most steps) is no level to "
                 "multiply.",
         impact="the veRL metrics guide \"训练崩溃 = 梯度爆炸\": the next updates can wreck the policy.",
@@ -316,12 +320,14 @@ ALERTS: list[Alert] = [
                     "{grad_clip_pinned_steps}+ steps is {{ printf \"%.3g\" $value }}, at or above "
                     "max_grad_norm (learning rate too high?).",
         meaning="the pre-clip gradient norm stayed at or above `max_grad_norm` "
-                "(`rl_config_value{parameter=\"max_grad_norm\"}`) on every sample of the shortest "
-                "step window holding at least {grad_clip_pinned_steps} steps: every update is "
-                "clipped. Info: a healthy run crosses the clip now and then.",
+                "(`rl_config_value{parameter=\"max_grad_norm\"}`) on every step of "
+                "{last_grad_clip_pinned_steps}: every update is clipped. Info: a healthy run crosses "
+                "the clip now and then.",
         impact="the effective step size is the clip, not the learning rate (the RL metrics "
-               "dictionary/004: \"grad norm pinned at grad_clip -> LR too high\").",
-        diagnosis="the learning rate schedule and the warm-up; `rl_grad_norm` against `max_grad_norm`.",
+               "dictionary and the veRL metrics guide: a grad norm pinned at grad_clip means a "
+               "learning rate too high).",
+        diagnosis="first the learning rate schedule and the warm-up; next `rl_grad_norm` against "
+                  "`max_grad_norm` on the Gradient norm panel.",
         mitigation="lower the learning rate, or raise the clip if the norm is stable.",
         cases=[
             # every step clipped: the pre-clip norm never comes below max_grad_norm over 16+ steps
@@ -351,8 +357,12 @@ ALERTS: list[Alert] = [
                 "{zero_grad_skip_share} zero-gradient skips per step "
                 "(`rl_optimizer_zero_grad_skips_total`) happened there.",
         impact="no learning signal; the run burns GPUs for nothing.",
-        diagnosis="first GRPO group informativeness (RLNoInformativeGroups explains it); next "
-                  "advantages (`rl_advantage` all 0), the loss mask, frozen parameters.",
+        diagnosis="first GRPO group informativeness (RLNoInformativeGroups explains it); next the "
+                  "skip count against the updates per step: `rl_optimizer_zero_grad_skips_total` "
+                  "counts skipped optimizer updates, so with several updates a step (`n_mini` > 1) "
+                  "one skipped update a step already reads as 1 (compare with "
+                  "`rl_optimizer_steps_total`); then advantages (`rl_advantage` all 0), the loss "
+                  "mask, frozen parameters.",
         mitigation="fix the reward function / data difficulty; check that the right parameters "
                    "require grad.",
         cases=[
@@ -374,7 +384,7 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: the largest gradient norm of the recent steps is {{ "
                     "printf \"%.2g\" $value }}, under {grad_norm_vanishing} (learning stalls).",
         meaning="the largest gradient norm of {recent} is below {grad_norm_vanishing} but not 0 (0 "
-                "is RLGradNormZero), and the median of {baseline} was above it: the gradient "
+                "is RLGradNormZero), and its median over {baseline} was above it: the gradient "
                 "vanished and learning stalls. A run whose gradient was always under the bound (a "
                 "small LoRA adapter) has fallen from nothing.",
         impact="learning stalls: the updates are too small to move the policy (the veRL metrics "
@@ -455,7 +465,7 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: the learning rate is {{ $value }} on every recent step "
                     "after a non-zero baseline (a schedule or configuration bug).",
         meaning="the learning rate (`rl_learning_rate`) was exactly 0 on every step of {recent} "
-                "although it was above 0 in the 4x longer window before: the schedule or the "
+                "although it was above 0 in the 4x longer window before them: the schedule or the "
                 "configuration zeroed it.",
         impact="every update is multiplied by 0: the run burns GPUs and learns nothing (the RL "
                "metrics dictionary, section 2.6).",

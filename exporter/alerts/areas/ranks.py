@@ -58,13 +58,11 @@ ALERTS: list[Alert] = [
                     "least {{ printf \"%.1f\" $value }}x the median rank's time in phase {{ "
                     "$labels.phase }} on every step of the recent window (over {straggler_factor}x "
                     "and {straggler_min_excess_seconds} s more).",
-        meaning="on every step of the recent step window (per run, the shortest of {step_window_1}, "
-                "{step_window_2}, {step_window_3}, {step_window_4} holding at least "
-                "{straggler_steps} steps) one rank's duration of a phase "
+        meaning="on every step of {last_straggler_steps} one rank's duration of a phase "
                 "(`rl_phase_duration_seconds`, or its step: `rl_step_duration_seconds` as phase "
-                "`step`) was above {straggler_factor} x the median over the run's ranks of each "
-                "rank's median, and at least {straggler_min_excess_seconds} longer, in a run where "
-                "at least {straggler_min_ranks} ranks report that phase. Ranks are the run's scrape "
+                "`step`) was above {straggler_factor} x the median of the ranks' latest durations of "
+                "that phase, and at least {straggler_min_excess_seconds} longer, in a run where at "
+                "least {straggler_min_ranks} ranks report that phase. Ranks are the run's scrape "
                 "targets (`instance`); the `rank` label comes from each target's `rl_run_info`. "
                 "Pause phases ({pause_phases}) are left out. Held {for}.",
         impact="in a synchronous run every step waits at the next collective for the slowest rank, "
@@ -87,14 +85,13 @@ ALERTS: list[Alert] = [
                    "balancing (veRL `balance_batch`) or dynamic batch sizes. If one rank does "
                    "legitimately more work in a phase (a rank-0-only reward call or logging), time "
                    "that work as its own phase, or raise `straggler_factor`.",
-        time_to_fire="the rank must be slow on every step of a window holding at least 5 steps, so "
-                     "it fires once the window holds only slow steps: 13 steps at 30 s steps, 12 at "
-                     "2 min, 10 at 10 min (a window of 5 or more steps, then `for` 1 min) (the "
-                     "cadence matrix in docs/alerts.md); 10-12 slowed steps, 3.4-4.0 s at 1/120 time "
-                     "(7-8 min unscaled), with real gloo ranks "
-                     "(tests/integration/test_straggler_gloo.py: 3 ranks, one 2.5x slower in `gen`). "
-                     "It needs every rank exporting: an Exporter on each rank, one scrape target "
-                     "each (`log_across_ranks` publishes the other ranks' own phase durations).",
+        time_to_fire="the rank must be slow on every step of a window holding at least "
+                     "{straggler_steps} steps, so it fires once the window holds only slow steps: 13 "
+                     "steps at 30 s steps, 12 at 2 min, 10 at 10 min (the cadence matrix in "
+                     "docs/alerts.md). With real ranks (3 gloo ranks on CPU, one 2.5x slower in "
+                     "`gen`) it fired after 10-12 slowed steps. It needs every rank exporting: an "
+                     "Exporter on each rank, one scrape target each (`log_across_ranks` publishes "
+                     "the other ranks' own phase durations).",
         cases=[
             # rank 2's gen takes twice the others'; ranks 0 and 1 wait for it inside update_actor (the
             # phase that holds the gradient all-reduce), so they look slow there but are the majority

@@ -43,23 +43,32 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: train/inference mismatch is {{ printf \"%.1f\" $value "
                     "}}x its baseline over the preceding steps.",
         meaning="mean |log pi_train - log pi_rollout| over {recent} is more than "
-                "{mismatch_rise_factor} x {baseline} and above {logprob_diff_min}, or the "
-                "train/inference KL is more than {mismatch_rise_factor} x its baseline and above "
-                "{train_inference_kl_min} (one estimator: k3 where logged, k1 only where nothing "
-                "else is). Silent when the sample staleness rose by {mismatch_staleness_rise} or "
-                "more versions over the same windows: stale samples put policy drift into the gap.",
+                "{mismatch_rise_factor} x its mean over {baseline} and above {logprob_diff_min}, or "
+                "the train/inference KL is more than {mismatch_rise_factor} x its mean there and "
+                "above {train_inference_kl_min} (one estimator: k3 where logged, k1 only where "
+                "nothing else is). Silent when the sample staleness rose by "
+                "{mismatch_staleness_rise} or more versions over the same steps: stale samples put "
+                "policy drift into the gap.",
         impact="on MoE a rising gap is the routing-flip collapse signature (the posttrain metrics "
                "reference, AReaL metrics tracking); rollout log-probs become unusable as pi_old.",
         diagnosis="on an async run first the sample staleness "
                   "(`rl_sample_staleness_steps{reference=\"\"}`, `rl_stale_token_ratio`, "
                   "RLSampleStalenessHigh): for stale rollouts the gap includes policy drift, not "
                   "only engine disagreement (AReaL metrics tracking), and the rule stays silent "
-                  "while staleness rises with it. Then whether the policy is MoE and "
+                  "while staleness rises with it. Then what changed when the gap rose: an engine "
+                  "restart or a failed weight sync (the engine row of the GPU dashboard, the trainer "
+                  "log), or the sampling configuration (a temperature other than 1, top-p/top-k: the "
+                  "engine's log-probs are those of its processed distribution, the posttrain metrics "
+                  "reference and AReaL metrics tracking). Then whether the policy is MoE and "
                   "`rl_moe_load_imbalance_ratio`; next `rl_train_inference_tokens` (0 = no data), "
                   "`rl_train_inference_nonfinite_ratio` (RLTrainInferenceNonFinite), the KL "
                   "estimator (`estimator` label: k1 is signed and noisy, compare k3 with k3), and "
-                  "engine/trainer dtype and weight-sync.",
-        mitigation="routing replay, importance-sampling correction, recompute pi_old on the trainer.",
+                  "engine/trainer dtype.",
+        mitigation="first the safe actions: if an engine restarted or a weight sync failed, force a "
+                   "weight sync or restart the engine; if the sampling configuration changed, that "
+                   "is the cause (restore it, or compute the rollout log-probs from the unprocessed "
+                   "distribution). Then routing replay, importance-sampling correction, recompute "
+                   "pi_old on the trainer.",
         cases=[
             # AReaL metrics tracking: "the k1 sample estimate can be negative"; compare one estimator
             # at a time. A k3 rise (Miles lab: 0.00063-0.00076 healthy) next to a steady negative k1.
@@ -195,7 +204,7 @@ ALERTS: list[Alert] = [
                     "printf \"%.2f\" $value }}x its ideal load, {moe_imbalance_rise_factor}x that "
                     "layer's baseline.",
         meaning="one MoE layer's hottest-expert load (max/ideal) over {recent} is more than "
-                "{moe_imbalance_rise_factor} x that layer's {baseline}.",
+                "{moe_imbalance_rise_factor} x that layer's mean over {baseline}.",
         impact="expert-parallel stragglers, dropped tokens, routing collapse.",
         diagnosis="first which layers (`layer` label); next the router aux loss (`rl_aux_loss`) and "
                   "RLTrainInferenceMismatchRising.",
@@ -257,11 +266,11 @@ ALERTS: list[Alert] = [
         summary="Tokens per second dropped well below the run's own baseline.",
         description="Run {{ $labels.run }}: {{ $labels.phase }} throughput is {{ printf \"%.0f\" "
                     "$value }} tokens/s, under half its baseline over the preceding steps.",
-        meaning="tokens/s of a phase over {recent} are below {throughput_drop_ratio} x {baseline} "
-                "(veRL `perf/throughput`, slime/Miles `perf/tokens_per_gpu_per_sec`, AReaL "
-                "`train_perf/tokens_per_second`). A window a pause of the whole run touched (a phase "
-                "named {pause_phases} open at a scrape or published) is no evidence: the alert stays "
-                "silent there.",
+        meaning="tokens/s of a phase (veRL `perf/throughput`, slime/Miles "
+                "`perf/tokens_per_gpu_per_sec`, AReaL `train_perf/tokens_per_second`) over {recent} "
+                "are below {throughput_drop_ratio} x its mean over {baseline}. A window a pause of "
+                "the whole run touched (a phase named {pause_phases} open at a scrape or published) "
+                "is no evidence: the alert stays silent there.",
         impact="the run will take twice as long (or longer).",
         diagnosis_source="the RL metrics dictionary: \"训练很慢\"",
         diagnosis="first `rl_phase_duration_seconds` per phase; next GPU throttling "
@@ -412,8 +421,8 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: a rollout took {{ $value }} turns, several times the "
                     "recent level.",
         meaning="the longest multi-turn rollout of {recent} took more than {turns_runaway_factor} x "
-                "the baseline of the per-step maximum, and at least {turns_runaway_min} turns (the "
-                "mean where only the mean is logged).",
+                "the average per-step maximum of {baseline}, and at least {turns_runaway_min} turns "
+                "(the mean where only the mean is logged).",
         impact="agent loops that never terminate burn rollout time and context.",
         diagnosis="first tool-call failures (`rl_tool_call_failure_ratio`) and the stop condition; "
                   "next a sample transcript.",

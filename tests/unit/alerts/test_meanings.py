@@ -25,9 +25,25 @@ def test_meaning_states_every_threshold_the_rule_uses(a):
 
 
 def test_meaning_renders_the_configured_numbers():
-    assert "0.3 x |baseline|" in meaning(alert("RLRewardCollapse"))
-    assert "5 min, 20 min, 1 h 20 min, 5 h 20 min" in meaning(alert("RLEntropyCollapse"))
-    assert "hour" not in meaning(alert("RLEntropyCollapse"))
+    collapse = meaning(alert("RLRewardCollapse"))
+    assert "0.3 x that level" in collapse and "more than 0.05" in collapse
+    # the reward's own windows (twice the rung's), not the rung's: no contradiction in one line
+    assert "the last 10-40 steps" in collapse and "the 40-160 steps before them" in collapse
+    assert "5-20" not in collapse
+    entropy = meaning(alert("RLEntropyCollapse"))
+    assert "[the last 5-20 steps](../../docs/alerts.md#step-aware-windows)" in entropy
+    assert "the 20-80 steps before them (once the run is past step 20)" in entropy
+    assert "the last 3-12 steps" in meaning(alert("RLNonFiniteLoss"))
+    assert "the last 16-64 steps" in meaning(alert("RLGradNormPinnedAtClip"))
+
+
+def test_meanings_speak_in_steps_not_window_internals():
+    """The runbook at 3 a.m.: steps, linked to docs/alerts.md for the mechanics."""
+    for a in ALERTS:
+        m = meaning(a)
+        for internal in ("per run, the shortest", "holding at least", "4x longer window just before",
+                         "trend window (", "recent windows"):
+            assert internal not in m, (a.name, internal)
     assert "{" not in "".join(re.sub(r"`[^`]*`", "", meaning(a)) for a in ALERTS)
 
 
