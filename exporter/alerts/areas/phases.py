@@ -2,7 +2,9 @@
 
 Engine series (vllm:*, sglang:*) are named in exporter/catalog/engines.py, copied from the
 engines' source; they reach Prometheus with the run's `run` label through the PodMonitor
-relabelling (docs/rollout-engines.md). Thresholds: the phases block of exporter/alerts/config.py.
+relabelling (docs/rollout-engines.md). Each alert's thresholds are its own; engine_window and
+pause_phases are shared (exporter/alerts/config.py). The plain cadence rows below edit the simulated
+run's phase timeline and engine series (exporter/alerts/sim/).
 """
 from __future__ import annotations
 

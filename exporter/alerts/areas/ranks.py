@@ -1,8 +1,9 @@
 """The ranks of one run against each other: a rank that stays slower than the run's median rank.
 
 Each exporting rank is its own scrape target (`instance`); its rl_run_info names its `rank`.
-Thresholds: the "ranks of one run" block of exporter/alerts/config.py; each rank's ratio to the median
-rank and its excess are recording rules (exporter/alerts/recordings.py RANK_RATIO, RANK_EXCESS).
+Thresholds: the record's own, and straggler_min_ranks (shared: the recordings read it,
+exporter/alerts/config.py); each rank's ratio to the median rank and its excess are recording
+rules (exporter/alerts/recordings.py RANK_RATIO, RANK_EXCESS).
 """
 from __future__ import annotations
 
