@@ -1,4 +1,5 @@
-"""Generated blocks of docs/alerts.md (alert table, why each critical pages, cadence table).
+"""Generated blocks of docs/alerts.md (alert table, thresholds and their sources, why each critical
+pages, cadence table).
 
     rl-exporter alerts docs      # rewrite the blocks between <!-- name:start --> and <!-- name:end -->
                                  # (and the runbook, exporter/alerts/runbook.py)
@@ -28,9 +29,22 @@ def criticals() -> str:
     return "\n".join(f"- **{a.name}**: {fill(a.why_critical, a)}" for a in ALERTS if a.severity == "critical")
 
 
+def thresholds_table() -> str:
+    from .runbook import value
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+    rows = ["| Threshold | Default | Alert | Where the number comes from |", "|---|---|---|---|"]
+    for a in ALERTS:
+        for name, t in a.thresholds.items():
+            rows.append(f"| `{name}` | {cell(value(name))} | {a.name} | {cell(t.source)} |")
+    return "\n".join(rows)
+
+
 def blocks() -> dict[str, str]:
     from .cadence import table
-    return {"alerts-table": alerts_table(), "criticals": criticals(), "cadence-table": table()}
+    return {"alerts-table": alerts_table(), "thresholds-table": thresholds_table(),
+            "criticals": criticals(), "cadence-table": table()}
 
 
 def render(text: str) -> str:
