@@ -113,7 +113,7 @@ ALERTS: list[Alert] = [
                   "`rl_reference_kl{stat=\"max\"}` (one token?), and reward vs validation.",
         mitigation="raise the KL coefficient, lower the learning rate, roll back.",
         cases=[
-            # seed 001: "KL should grow slowly and steadily; a sudden jump (e.g. 0.02 -> 0.15) is a sharp
+            # the RL metrics dictionary: "KL should grow slowly and steadily; a sudden jump (e.g. 0.02 -> 0.15) is a sharp
             # turn". The first departure from KL 0 (a real healthy TRL run: 0.01 -> 0.2) is not one.
             Case(
                 title="a sharp turn from an established level",
@@ -335,7 +335,7 @@ ALERTS: list[Alert] = [
                 fire=[s("rl_grad_norm", "0.5x20 2x40"), s("rl_config_value", "1x60", parameter="max_grad_norm")],
                 at="55m", desc="Run r: the smallest pre-clip gradient norm of the last 16+ steps is 2, at or above "
                                "max_grad_norm (learning rate too high?).",
-                # seed 002: 0.35-4.95 with a 1.0 clip, crossing it on many steps but not all
+                # the Miles lab ranges: 0.35-4.95 with a 1.0 clip, crossing it on many steps but not all
                 silent=[s("rl_grad_norm", alt(0.35, 4.95, 30)), s("rl_config_value", "1x60", parameter="max_grad_norm")],
                 silent_at="55m"),
         ],

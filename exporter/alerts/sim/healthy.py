@@ -39,8 +39,8 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
     (per second) integrated into a counter, '@' a value sampled per scrape (hardware), '%' a value
     that depends on the phase open at the scrape (module docstring). `step_s`: the nominal step."""
     p = k / span
-    reward = min(0.87, max(0.53, 0.6 + 0.2 * p + uniform(rng, -0.08, 0.08)))   # seed 002: 0.53-0.87
-    kl = 0.015 + 0.04 * p + uniform(rng, 0, 0.003)  # seed 001: KL grows slowly and steadily, 0.01-0.1
+    reward = min(0.87, max(0.53, 0.6 + 0.2 * p + uniform(rng, -0.08, 0.08)))   # the Miles lab ranges: 0.53-0.87
+    kl = 0.015 + 0.04 * p + uniform(rng, 0, 0.003)  # the RL metrics dictionary: KL grows slowly and steadily, 0.01-0.1
     v = {
         "rl_training_step": k,
         "rl_step_duration_seconds": 0,  # filled by the generator
@@ -49,24 +49,24 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
         'rl_score{stat="max"}': 1.0,
         'rl_score{stat="min"}': 0.0,
         "rl_entropy": 0.9 - 0.3 * p + uniform(rng, -0.05, 0.05),
-        "rl_grad_norm": log_uniform(rng, 0.35, 4.95),                              # seed 002
+        "rl_grad_norm": log_uniform(rng, 0.35, 4.95),                              # the Miles lab ranges
         "rl_loss": uniform(rng, -0.02, 0.02),
         "rl_policy_loss": uniform(rng, -0.02, 0.02),
-        "rl_policy_kl": uniform(rng, 0.001, 0.01),                                # seed 004 healthy
+        "rl_policy_kl": uniform(rng, 0.001, 0.01),                                # the veRL metrics guide healthy
         "rl_reference_kl": kl,
         # the per-token KL tail is heavy: kl_max/kl_mean over 100 on most steps
         'rl_reference_kl{stat="max"}': kl * log_uniform(rng, 20, 400),
-        "rl_policy_clip_ratio": 0.0,                                         # seed 002: 0 at every step
+        "rl_policy_clip_ratio": 0.0,                                         # the Miles lab ranges: 0 at every step
         'rl_config_value{parameter="n_mini"}': 1,
         'rl_config_value{parameter="max_grad_norm"}': 1.0,
         'rl_config_value{parameter="max_response_length"}': 1024,
-        "rl_response_length_tokens": uniform(rng, 396, 787),                      # seed 002
-        "rl_response_truncated_ratio": uniform(rng, 0.02, 0.43),                  # seed 002
+        "rl_response_length_tokens": uniform(rng, 396, 787),                      # the Miles lab ranges
+        "rl_response_truncated_ratio": uniform(rng, 0.02, 0.43),                  # the Miles lab ranges
         'rl_groups{outcome="informative"}': rng.randint(14, 28),
         'rl_groups{outcome="total"}': 32,
         "rl_group_zero_std_ratio": uniform(rng, 0.1, 0.55),
-        "rl_train_inference_logprob_abs_diff": uniform(rng, 0.0136, 0.0164),      # seed 002
-        "rl_train_inference_kl": uniform(rng, 0.00063, 0.00076),                  # seed 002
+        "rl_train_inference_logprob_abs_diff": uniform(rng, 0.0136, 0.0164),      # the Miles lab ranges
+        "rl_train_inference_kl": uniform(rng, 0.00063, 0.00076),                  # the Miles lab ranges
         "rl_sample_staleness_steps": uniform(rng, 0, 2),
         'rl_dp_rank_tokens{stat="balanced_max"}': 124000 + uniform(rng, 0, 8000),
         'rl_dp_rank_tokens{stat="balanced_min"}': 118000 + uniform(rng, 0, 8000),
@@ -84,7 +84,7 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
         "rl_validation_loss": 0.8 - 0.4 * p + uniform(rng, -0.001, 0.001),
         "rl_optimizer_consecutive_nonfinite_skips": 0,
         "+rl_optimizer_nonfinite_skips_total": 0,
-        # seed 000: zero-gradient skips are expected in GRPO when every group of a batch ties
+        # the posttrain metrics reference: zero-gradient skips are expected in GRPO when every group of a batch ties
         "+rl_optimizer_zero_grad_skips_total": 1 if rng.random() < 0.08 else 0,
         '~hw_gpu_clock_event_seconds_total{reason="thermal"}': uniform(rng, 0, 0.03),
         '~hw_gpu_clock_event_seconds_total{reason="power"}': uniform(rng, 0.3, 0.9),  # at its cap: normal
