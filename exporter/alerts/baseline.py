@@ -1,8 +1,8 @@
 """A baseline (`rl-exporter baseline`) as live rules: a second rule file, loaded next to the
 shipped one (whose run:rl_training_step:changes_w* step ladder it reads).
 
-    python -m exporter.alerts render --baseline recipe.yaml --out recipe.rules.yaml
-    python -m exporter.alerts render --baseline recipe.yaml --helm-values --out recipe.values.yaml
+    rl-exporter alerts render --baseline recipe.yaml --out recipe.rules.yaml
+    rl-exporter alerts render --baseline recipe.yaml --helm-values --out recipe.values.yaml
 
 Per banded series: the band's lower and upper bound at the run's current progress
 (run:rl_baseline_band:lower/upper), only for runs whose rl_run_info carries the recipe's
@@ -74,7 +74,7 @@ def _bound(doc: dict, windows: list, i: int) -> str:
 def render(doc: dict, time_scale: float = 1.0, overrides: dict | None = None,
            parameterised: bool = False) -> dict:
     """The rule file as a dict ready for yaml.safe_dump. `overrides`: the thresholds of
-    `python -m exporter.alerts render --overrides` (recent_min_steps, the step windows);
+    `rl-exporter alerts render --overrides` (recent_min_steps, the step windows);
     `parameterised`: plain-number thresholds left as the Helm chart's named sentinels, as
     alerts.render.render does, so `prometheusRule.thresholds` tunes these rules too."""
     cfg, _, _ = apply_overrides(overrides)

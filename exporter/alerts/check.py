@@ -1,4 +1,4 @@
-"""Consistency checks for the generated rules (run by `python -m exporter.alerts --check` and CI)."""
+"""Consistency checks for the generated rules (run by `rl-exporter alerts check`, which CI runs)."""
 from __future__ import annotations
 
 import re
@@ -51,7 +51,7 @@ def run_checks() -> list[str]:
     want = yaml_text(doc)
     if not RULES_FILE.exists() or RULES_FILE.read_text() != want:
         problems.append(f"exporter/rules/{RULES_FILE.name} differs from the generated rules; "
-                        "run `python -m exporter.alerts render`")
+                        "run `rl-exporter alerts generate`")
     problems += unknown_metrics(doc)
     anchors = runbook_anchors(RUNBOOK.read_text()) if RUNBOOK.exists() else set()
     for g in doc["groups"]:
@@ -82,17 +82,22 @@ def run_checks() -> list[str]:
         problems += missing_cases()
         from . import cadence
         problems += cadence.problems()
-        from . import docs
+        from . import docs, runbook
         problems += docs.problems()
+        if not RUNBOOK.exists() or RUNBOOK.read_text() != runbook.render():
+            problems.append("exporter/rules/runbook.md differs from the alerts' records; "
+                            "run `rl-exporter alerts generate`")
+        problems += runbook.missing()
     except ImportError as e:
         problems.append(f"exporter/alerts/testcases.py: {e}")
     from .alertmanager import config, yaml_text as am_yaml
     am_file = AM_FILE
     if not am_file.exists() or am_file.read_text() != am_yaml(config()):
         problems.append("helm/rl-exporter/files/alertmanager/alertmanager.yml differs from exporter/alerts/alertmanager.py; "
-                        "run `python -m exporter.alerts alertmanager`")
+                        "run `rl-exporter alerts generate`")
     names = [a.name for a in ALERTS]
-    for cause, symptom in __import__("exporter.alerts.rules", fromlist=["CAUSES"]).CAUSES:
+    from .rules import CAUSES
+    for cause, symptom in CAUSES:
         for n in (cause, symptom):
             if n not in names:
                 problems.append(f"inhibition names unknown alert {n}")

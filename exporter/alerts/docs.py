@@ -1,20 +1,17 @@
-"""Generated blocks of docs/alerts.md (alert table, why each critical pages, cadence table) and
-the Meaning line of every alert in exporter/rules/runbook.md (exporter/alerts/meanings.py).
+"""Generated blocks of docs/alerts.md (alert table, thresholds and their sources, why each critical
+pages, cadence table).
 
-    python -m exporter.alerts docs        # rewrite the blocks between <!-- name:start --> and <!-- name:end -->
-                                 # and the runbook's Meaning lines
+    rl-exporter alerts docs      # rewrite the blocks between <!-- name:start --> and <!-- name:end -->
+                                 # (and the runbook, exporter/alerts/runbook.py)
 """
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from exporter import rules as shipped
 from .recordings import alert_metrics
 from .rules import ALERTS
 from .render import duration
+from .paths import DOC
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
-RUNBOOK = shipped.RUNBOOK
 
 
 def alerts_table() -> str:
@@ -28,13 +25,26 @@ def alerts_table() -> str:
 
 
 def criticals() -> str:
-    from .meanings import fill
-    return "\n".join(f"- **{a.name}**: {fill(a.why_critical)}" for a in ALERTS if a.severity == "critical")
+    from .runbook import fill
+    return "\n".join(f"- **{a.name}**: {fill(a.why_critical, a)}" for a in ALERTS if a.severity == "critical")
+
+
+def thresholds_table() -> str:
+    from .runbook import value
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+    rows = ["| Threshold | Default | Alert | Where the number comes from |", "|---|---|---|---|"]
+    for a in ALERTS:
+        for name, t in a.thresholds.items():
+            rows.append(f"| `{name}` | {cell(value(name))} | {a.name} | {cell(t.source)} |")
+    return "\n".join(rows)
 
 
 def blocks() -> dict[str, str]:
     from .cadence import table
-    return {"alerts-table": alerts_table(), "criticals": criticals(), "cadence-table": table()}
+    return {"alerts-table": alerts_table(), "thresholds-table": thresholds_table(),
+            "criticals": criticals(), "cadence-table": table()}
 
 
 def render(text: str) -> str:
@@ -47,20 +57,13 @@ def render(text: str) -> str:
 
 
 def write() -> None:
-    from .meanings import render_runbook
     DOC.write_text(render(DOC.read_text()))
-    RUNBOOK.write_text(render_runbook(RUNBOOK.read_text()))
 
 
 def problems() -> list[str]:
-    from .meanings import missing, render_runbook
     text = DOC.read_text()
     try:
         want = render(text)
     except ValueError as e:
         return [str(e)]
-    out = [] if want == text else ["docs/alerts.md tables differ from the rules; run `python -m exporter.alerts docs`"]
-    runbook = RUNBOOK.read_text()
-    if render_runbook(runbook) != runbook:
-        out.append("exporter/rules/runbook.md Meaning lines differ from exporter/alerts/meanings.py; run `python -m exporter.alerts docs`")
-    return out + missing()
+    return [] if want == text else ["docs/alerts.md tables differ from the rules; run `rl-exporter alerts generate`"]

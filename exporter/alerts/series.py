@@ -1,14 +1,48 @@
-"""promtool input series for the hand-written cases (exporter/alerts/testcases.py and the case files it
-merges): one run, `r`, and its series written as promtool's expanding notation."""
+"""promtool input series for the alerts' cases (model.Case, in exporter/alerts/areas/*.py): one run,
+`r` (or the one named), and its series written as promtool's expanding notation. Engine series
+carry the label names vLLM/SGLang set (exporter/catalog/engines.py) plus the `run` label the
+scrape attaches; a rank is a scrape target of its own with its rl_run_info naming the rank."""
 from __future__ import annotations
 
 RUN = 'run="r"'
 
 
-def s(name: str, values: str, **labels) -> dict:
-    lab = ", ".join([RUN] + [f'{k}="{v}"' for k, v in labels.items()])
+def s(name: str, values: str, run: str = "r", **labels) -> dict:
+    lab = ", ".join([f'run="{run}"'] + [f'{k}="{v}"' for k, v in labels.items()])
     return {"series": f"{name}{{{lab}}}", "values": values}
 
 
 def alt(a, b, n):
     return " ".join([str(a), str(b)] * n)
+
+
+# ---- phases in progress and rollout engines
+START = "rl_phase_in_progress_start_timestamp_seconds"
+MEDIAN = "rl_phase_recent_median_duration_seconds"
+VLLM = {"model_name": "Qwen/Qwen2.5-7B-Instruct", "engine": "0"}
+GPU0 = {"gpu": "0", "uuid": "GPU-0", "gpu_model": "NVIDIA H100 80GB HBM3", "rank": "0"}
+
+
+def hist(metric: str, per_min: dict, n: int, **labels) -> list[dict]:
+    """Cumulative histogram buckets growing by per_min[le] every minute."""
+    return [s(f"{metric}_bucket", f"0+{c}x{n}", le=le, **labels) for le, c in per_min.items()]
+
+
+# per minute: 100 requests; healthy p50 5 s, p99 19 s; tail: 4 % run 2-4 min (p99 210 s)
+LATENCY_HEALTHY = {"5": 50, "10": 90, "20": 100, "120": 100, "240": 100, "+Inf": 100}
+LATENCY_TAIL = {"5": 50, "10": 94, "20": 95, "120": 96, "240": 100, "+Inf": 100}
+
+# ---- ranks of one run
+PHASE = "rl_phase_duration_seconds"
+
+
+def rank(run: str, r: int, **phases: str) -> list[dict]:
+    """A rank's target: its rl_run_info and one duration series per phase (values strings)."""
+    target = f'job="rl-exporter", instance="{run}-{r}:9464", run="{run}"'
+    out = [{"series": f'rl_run_info{{{target}, rank="{r}", framework="verl"}}', "values": "1x30"}]
+    out += [{"series": f'{PHASE}{{{target}, phase="{p}"}}', "values": v} for p, v in phases.items()]
+    return out
+
+
+def steps(run: str) -> dict:
+    return {"series": f'rl_training_step{{run="{run}"}}', "values": "1+1x30"}

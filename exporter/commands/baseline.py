@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 HELP = ("learn per-metric bands over training progress from healthy runs of one recipe "
-        "(logs, spools, or a Prometheus), for `doctor --baseline` and `python -m exporter.alerts "
+        "(logs, spools, or a Prometheus), for `doctor --baseline` and `rl-exporter alerts "
         "render --baseline`")
 
 

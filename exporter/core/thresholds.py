@@ -1,5 +1,5 @@
 """When a phase or a run counts as hung, in the exporter's own process: the same conditions
-as the RLPhaseHung and RLRunStalled alert rules (exporter/alerts/config.py CONFIG; a unit test keeps
+as the RLPhaseHung and RLRunStalled alert rules (exporter/alerts/rules.py CONFIG; a unit test keeps
 the numbers equal), so a stack dump, the goodput's "stalled" bucket and /status agree with
 the page that fires.
 

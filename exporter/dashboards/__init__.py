@@ -1,8 +1,9 @@
 """Grafana dashboards for rl-exporter, generated from code.
 
-    python -m exporter.dashboards            # regenerate exporter/dashboards/json, provisioning/, configmaps/
-    python -m exporter.dashboards --check    # fail if the committed files differ or a panel queries
-                                    # a metric the catalog lacks
+    rl-exporter dashboards generate   # regenerate the chart's JSON (helm/rl-exporter/files/dashboards/)
+                                      # and exporter/dashboards/provisioning/
+    rl-exporter dashboards --check    # fail if the committed files differ or a panel queries
+                                      # a metric the catalog lacks
 
 Panels are declared as data (model.py) in one module per dashboard; render.py builds the
 Grafana JSON with grafana-foundation-sdk (pinned 1769699379!11.6.0).

@@ -83,8 +83,10 @@ ROWS = [
     ]),
     Row("2. Reward and score: is training improving?", [
         ts("Reward and raw score",
-           "Mean training reward (after KL shaping) and raw task score per step (the veRL metrics guide "
-           "section 11.3 panel 1).",
+           "Mean training reward and raw task score per step (the veRL metrics guide section 11.3 "
+           "panel 1). The training reward is the one the trainer logs as such: after KL shaping on "
+           "veRL (critic/rewards) and TRL's PPO (objective/rlhf_reward), the raw reward on TRL's "
+           "GRPO, OpenRLHF, posttrain and AReaL.",
            "rises with the step (critic/score/mean up, the veRL metrics guide, section 11.1); a sharp drop is the "
            "reward-collapse symptom: check entropy and clip fraction next (the RL metrics dictionary, section 12).",
            q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),

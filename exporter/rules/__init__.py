@@ -1,5 +1,5 @@
 """The shipped alert rules and runbook, as package data, so that doctor, backfill and the image
-find them without a checkout. `python -m exporter.alerts render` writes the rule file here (generated);
+find them without a checkout. `rl-exporter alerts generate` writes the rule file and the runbook here (generated);
 the runbook is written by hand, with lines generated from the rule source."""
 from __future__ import annotations
 

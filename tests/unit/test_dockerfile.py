@@ -283,6 +283,12 @@ def test_build_context_installs(tmp_path):
     r = subprocess.run([str(py), "-m", "exporter.cli", "catalog", "--json"], cwd=tmp_path,
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "rl_reward" in r.stdout, r.stderr[-2000:]
+    # no dashboards extra in this venv: a one-line install hint, never a traceback
+    r = subprocess.run([str(py), "-m", "exporter.cli", "dashboards", "--check"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        "rl-exporter dashboards: needs grafana-foundation-sdk (the dashboards extra): "
+        "pip install 'rl-exporter[dashboards]'"], r.stderr[-2000:]
     # doctor reads the rules and the runbook shipped in the wheel, from outside any checkout
     spool = tmp_path / "nan.spool"
     r = subprocess.run([str(py), "-m", "exporter.cli", "demo", "--scenario", "nan-loss", "--steps", "40",

@@ -1,1 +1,2 @@
-"""One module per area of alerts, each with its ALERTS list (assembled in exporter/alerts/rules.py)."""
+"""One module per area of alerts, each with its ALERTS list of records (exporter/alerts/model.py
+Alert: everything said about one alert), assembled in exporter/alerts/rules.py."""

@@ -2,34 +2,107 @@
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import R, nonfinite_persists, increase_recent
-from ..model import Alert
+from ..exprs import nonfinite_persists, increase_recent
+from ..model import Alert, Case, Threshold
+from ..series import s
+from ..sim.pathology import from_entry
 
 ALERTS: list[Alert] = [
-    Alert("RLNonFiniteLoss", "critical",
-          nonfinite_persists(("rl_loss", "rl_policy_loss", "rl_value_loss")),
-          Dur(60), "An RL run's loss has stayed NaN or infinite over several steps.",
-          f"Run {R} reports {{{{ $labels.metric }}}} non-finite on every step of the last "
-          "[[nonfinite_persist_steps]] or more (value {{ $value }}).",
-          why_critical="Certain: NaN/Inf is not a statistical judgement. Persistent: every evaluation "
-                       "over a window holding >= [[nonfinite_persist_steps]] steps saw it, so a lone skipped step "
-                       "cannot page. "
-                       "Fatal: a loss that stays non-finite means the weights or the optimizer state "
-                       "are poisoned; every further step is wasted."),
-    Alert("RLOptimizerNonFiniteSkips", "critical",
-          "max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) >= "
-          "{nonfinite_consecutive_skips}",
-          Dur(60), "The optimizer keeps rejecting updates for a non-finite loss or gradient.",
-          f"Run {R} skipped {{{{ $value }}}} updates in a row for a non-finite loss or gradient.",
-          why_critical="Certain: the trainer's own finite-gradient guard counts it. Persistent: >= "
-                       "[[nonfinite_consecutive_skips]] rejections in a row (the counter resets on the first update that lands). "
-                       "Fatal: no update lands, the run trains nothing."),
-    Alert("RLNonFiniteGradSkipped", "warning",
-          increase_recent('rl_exporter_nonfinite_values_total{{metric="rl_grad_norm"}}')
-          + " >= {nonfinite_grad_repeats}\nor\n"
-          + increase_recent("rl_optimizer_nonfinite_skips_total") + " >= {nonfinite_grad_repeats}",
-          Dur(60), "Updates with a non-finite gradient norm keep being skipped.",
-          f"Run {R}: {{{{ $value }}}} non-finite gradient norms (skipped updates) in the recent "
-          "step window.",
-          ),
+    Alert(
+        name="RLNonFiniteLoss", severity="critical", for_=Dur(60),
+        expr=nonfinite_persists(("rl_loss", "rl_policy_loss", "rl_value_loss")),
+        thresholds={
+            "nonfinite_persist_steps": Threshold(
+                3,
+                "A loss NaN or infinite on every sample of a window holding at least this many "
+                "steps: no update lands. A lone non-finite step the trainer skipped is "
+                "RLNonFiniteGradSkipped's."),
+        },
+        summary="An RL run's loss has stayed NaN or infinite over several steps.",
+        description="Run {{ $labels.run }} reports {{ $labels.metric }} non-finite on every step of "
+                    "the last {nonfinite_persist_steps} or more (value {{ $value }}).",
+        why_critical="Certain: NaN/Inf is not a statistical judgement. Persistent: every evaluation "
+                     "over a window holding >= {nonfinite_persist_steps} steps saw it, so a lone "
+                     "skipped step cannot page. Fatal: a loss that stays non-finite means the "
+                     "weights or the optimizer state are poisoned; every further step is wasted.",
+        meaning="the loss, policy loss or value loss was NaN or infinite on every step of "
+                "{last_nonfinite_persist_steps}. A lone non-finite step, or a non-finite gradient "
+                "norm the trainer skipped, does not page (see RLNonFiniteGradSkipped).",
+        impact="a loss that stays non-finite means the weights or optimizer state are poisoned; "
+               "every later step is wasted. Paging.",
+        diagnosis="first whether the optimizer skipped those updates (RL run overview, row Optimizer "
+                  "outcome: Update outcome = skipped, Skip reason): then the weights are intact, and "
+                  "the run can resume from the latest checkpoint instead of rolling back. Next the "
+                  "steps before the NaN on the Gradient norm and KL to reference panels (the veRL "
+                  "metrics guide: training collapse = gradient explosion; the posttrain metrics "
+                  "reference: one token owning the step), then the learning rate schedule, bf16/fp16 "
+                  "overflow, and rewards outside the expected scale.",
+        mitigation="updates skipped: resume from the latest checkpoint with the cause fixed; updates "
+                   "applied: roll back to the last finite checkpoint. Then lower the learning rate "
+                   "or enable gradient clipping / the finite-gradient guard, clamp the KL "
+                   "coefficient.",
+        cases=[
+            Case(
+                fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15")],
+                at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
+                silent=[s("rl_policy_loss", "0.01 -0.01 0.005 0 0.01 0.002"), s("rl_grad_norm", "0.35 4.95 1 2 0.5 0.6"),
+                        s("rl_loss", "0.3x5")], silent_at="5m"),
+        ],
+        cadence=from_entry("nan-loss", {"30s": 17, "2m": 7, "10m": 13}),
+    ),
+    Alert(
+        name="RLOptimizerNonFiniteSkips", severity="critical", for_=Dur(60),
+        expr="max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) >= "
+             "{nonfinite_consecutive_skips}",
+        thresholds={
+            "nonfinite_consecutive_skips": Threshold(
+                5,
+                "This many updates in a row rejected by a finite-gradient guard (the posttrain "
+                "metrics reference, optim/nonfinite_skips_consecutive): no update lands."),
+        },
+        summary="The optimizer keeps rejecting updates for a non-finite loss or gradient.",
+        description="Run {{ $labels.run }} skipped {{ $value }} updates in a row for a non-finite "
+                    "loss or gradient.",
+        why_critical="Certain: the trainer's own finite-gradient guard counts it. Persistent: >= "
+                     "{nonfinite_consecutive_skips} rejections in a row (the counter resets on the "
+                     "first update that lands). Fatal: no update lands, the run trains nothing.",
+        meaning="the optimizer rejected {nonfinite_consecutive_skips} or more updates in a row for a "
+                "non-finite loss or gradient (`rl_optimizer_consecutive_nonfinite_skips`).",
+        impact="the guard keeps the weights safe, but no update lands: the run is not training. Paging.",
+        diagnosis="first `rl_optimizer_skip_reason` (loss or gradient); next what RLNonFiniteLoss "
+                  "says about the same steps.",
+        mitigation="as for RLNonFiniteLoss; a run that skips forever will not heal by itself.",
+        cases=[
+            Case(
+                fire=[s("rl_optimizer_consecutive_nonfinite_skips", "0 0 1+1x14")],
+                at="15m", desc="Run r skipped 14 updates in a row for a non-finite loss or gradient.",
+                silent=[s("rl_optimizer_consecutive_nonfinite_skips", "1 0 2 0 1 0 2 0")], silent_at="7m"),
+        ],
+        cadence=from_entry("nan-loss", {"30s": 10, "2m": 8, "10m": 8}),
+    ),
+    Alert(
+        name="RLNonFiniteGradSkipped", severity="warning", for_=Dur(60),
+        expr=increase_recent('rl_exporter_nonfinite_values_total{{metric="rl_grad_norm"}}')
+             + " >= {nonfinite_grad_repeats}\nor\n"
+             + increase_recent("rl_optimizer_nonfinite_skips_total") + " >= {nonfinite_grad_repeats}",
+        thresholds={
+            "nonfinite_grad_repeats": Threshold(
+                2,
+                "veRL and most trainers skip an update whose grad norm is not finite; one such step "
+                "is safe, this many within the recent window are worth a ticket."),
+        },
+        summary="Updates with a non-finite gradient norm keep being skipped.",
+        description="Run {{ $labels.run }}: {{ $value }} non-finite gradient norms (skipped updates) "
+                    "in the recent step window.",
+        meaning="{nonfinite_grad_repeats} or more non-finite gradient norms (counted by the "
+                "exporter) or optimizer non-finite skips in {recent}. One skipped update is "
+                "harmless; repeats are a trend.",
+        impact="skipped updates waste their batch; repeats often precede a persistent NaN "
+               "(RLNonFiniteLoss).",
+        diagnosis="first `rl_grad_norm` and `rl_reference_kl{stat=\"max\"}` on the steps around the "
+                  "skips; next bf16 overflow and the learning rate.",
+        mitigation="lower the learning rate or loosen nothing: fix the source of the overflow before "
+                   "it persists.",
+        cadence=from_entry("nan-loss", {"30s": 8, "2m": 7, "10m": 7}),
+    ),
 ]

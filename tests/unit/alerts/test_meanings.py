@@ -1,15 +1,15 @@
-"""The runbook states every rule as it is: each Meaning line is generated from exporter/alerts/meanings.py
-with the thresholds of exporter/alerts/config.py, and names every threshold its expression uses."""
+"""The runbook states every rule as it is: it is generated whole from the alerts' records
+(exporter/alerts/runbook.py), each Meaning with the rules' own thresholds, naming every threshold
+its expression uses."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from exporter.alerts import docs
-from exporter.alerts.meanings import MEANING, meaning, missing, render_runbook, stated
-from exporter.alerts.rules import ALERTS
-from exporter.alerts.config import CONFIG
+from exporter.alerts import check, runbook
+from exporter.alerts.runbook import meaning, missing, stated
+from exporter.alerts.rules import ALERTS, CONFIG, alert
 
 NOT_THRESHOLDS = {"exporter_job_selector", "engine_job_selector", "time_scale"}
 
@@ -21,20 +21,37 @@ def test_every_alert_has_a_meaning():
 @pytest.mark.parametrize("a", ALERTS, ids=lambda a: a.name)
 def test_meaning_states_every_threshold_the_rule_uses(a):
     used = {p for p in re.findall(r"(?<!\{)\{(\w+)\}(?!\})", a.expr) if p in CONFIG} - NOT_THRESHOLDS
-    assert used <= stated(a.name), f"{a.name}: the Meaning does not state {sorted(used - stated(a.name))}"
+    assert used <= stated(a), f"{a.name}: the Meaning does not state {sorted(used - stated(a))}"
 
 
 def test_meaning_renders_the_configured_numbers():
-    assert "0.3 x |baseline|" in meaning("RLRewardCollapse")
-    assert "5 min, 20 min, 1 h 20 min, 5 h 20 min" in meaning("RLEntropyCollapse")
-    assert "hour" not in meaning("RLEntropyCollapse") and "[[" not in "".join(map(meaning, MEANING))
+    collapse = meaning(alert("RLRewardCollapse"))
+    assert "0.3 x that level" in collapse and "more than 0.05" in collapse
+    # the reward's own windows (twice the rung's), not the rung's: no contradiction in one line
+    assert "the last 10-40 steps" in collapse and "the 40-160 steps before them" in collapse
+    assert "5-20" not in collapse
+    entropy = meaning(alert("RLEntropyCollapse"))
+    assert "[the last 5-20 steps](../../docs/alerts.md#step-aware-windows)" in entropy
+    assert "the 20-80 steps before them (once the run is past step 20)" in entropy
+    assert "the last 3-12 steps" in meaning(alert("RLNonFiniteLoss"))
+    assert "the last 16-64 steps" in meaning(alert("RLGradNormPinnedAtClip"))
 
 
-def test_runbook_meaning_lines_are_generated():
-    text = docs.RUNBOOK.read_text()
-    assert render_runbook(text) == text, "run `python -m exporter.alerts docs`"
-    for name in MEANING:
-        assert f"- **Meaning**: {meaning(name)}" in text, name
+def test_meanings_speak_in_steps_not_window_internals():
+    """The runbook at 3 a.m.: steps, linked to docs/alerts.md for the mechanics."""
+    for a in ALERTS:
+        m = meaning(a)
+        for internal in ("per run, the shortest", "holding at least", "4x longer window just before",
+                         "trend window (", "recent windows"):
+            assert internal not in m, (a.name, internal)
+    assert "{" not in "".join(re.sub(r"`[^`]*`", "", meaning(a)) for a in ALERTS)
+
+
+def test_runbook_is_generated_whole():
+    text = check.RUNBOOK.read_text()
+    assert text == runbook.render(), "run `rl-exporter alerts generate`"
+    for a in ALERTS:
+        assert f"## {a.name}\n- **Meaning**: {meaning(a)}\n" in text, a.name
 
 
 SEED_REF = re.compile(r"\bseed 00\d|\bS[0-4] §", re.I)
@@ -44,7 +61,7 @@ def test_no_text_for_the_person_on_call_cites_a_seed():
     """Sources are cited by name (the runbook's References section), never as "seed 00N"."""
     from exporter.alerts.render import render
     from exporter.dashboards import DASHBOARDS
-    texts = {"exporter/rules/runbook.md": docs.RUNBOOK.read_text()}
+    texts = {"exporter/rules/runbook.md": check.RUNBOOK.read_text()}
     for r in render()["groups"][0]["rules"]:
         if "alert" in r:
             texts[r["alert"]] = " ".join(r["annotations"].values())

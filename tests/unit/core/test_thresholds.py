@@ -1,8 +1,8 @@
-"""The exporter's own hang and stall conditions are the alert rules' (exporter/alerts/config.py CONFIG):
+"""The exporter's own hang and stall conditions are the alert rules' (exporter/alerts/rules.py CONFIG):
 a stack dump, the goodput's stalled bucket and /status agree with the page that fires."""
 import math
 
-from exporter.alerts.config import CONFIG
+from exporter.alerts.rules import CONFIG
 from exporter.core import thresholds as t
 
 

@@ -107,11 +107,11 @@ def test_counters_advance_once_per_step_from_the_entry():
 
 
 def test_a_cadence_row_read_from_an_entry_edits_the_matrix_series():
-    run = cadence.Run(120, "RLLearningRateZero", steps=cadence.ONSET + 5).build()
+    run = cadence.Run(120, cadence.PATHOLOGIES["RLLearningRateZero"], steps=cadence.ONSET + 5).build()
     healthy = cadence.Run(120, None, steps=cadence.ONSET + 5).build()
     lr = run.series["rl_learning_rate"]
     assert lr[-1] == 0.0 and healthy.series["rl_learning_rate"][-1] > 0
     assert lr[:10] == healthy.series["rl_learning_rate"][:10]
-    steps = cadence.Run(120, "RLOptimizerStepsDiverge", steps=cadence.ONSET + 5).build().series
+    steps = cadence.Run(120, cadence.PATHOLOGIES["RLOptimizerStepsDiverge"], steps=cadence.ONSET + 5).build().series
     critic, policy = (steps[f'+rl_optimizer_steps_total{{role="{r}"}}'] for r in ("critic", "policy"))
     assert critic[-1] == 4 * (cadence.ONSET - 1) and policy[-1] == 4 * (cadence.ONSET + 5)
