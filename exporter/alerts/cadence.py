@@ -387,8 +387,8 @@ def _engine_down(v, i, rng):
 
 _PHASES = ("phases and GPU time by phase come from this file's step timeline ('=phases', '%' keys); "
            "the demo writes them as side series (exporter/demo/scenarios.py phase_series)")
-_ENGINE = ("the rollout engine's own series: its demo is the stand-in engine "
-           "(exporter/demo/engine.py, exporter/alerts/scenarios.py ENGINE_EXPECTED)")
+_ENGINE = ("the rollout engine's own series: the demo's engine scenarios serve the stand-in engine "
+           "beside the trainer (exporter/demo/engine.py, exporter/demo/beside.py)")
 
 def _slow_rank(v, i, rng):
     """Rank 2's GPU runs at half speed (held down by its clocks, a slow host): its gen takes
@@ -396,8 +396,8 @@ def _slow_rank(v, i, rng):
     v["=ranks"][2]["gen"] *= _u(rng, 1.9, 2.1)
 
 
-_RANKS = "per-rank phase durations exist only in this file's runs (4 ranks); the single-process demo " \
-         "has one rank (the gloo test, tests/integration/test_straggler_gloo.py, is its end-to-end proof)"
+_RANKS = "per-rank phase durations: this file's runs have 4 ranks, the demo's rank-straggler 3 " \
+         "(exporter/demo/beside.py; tests/integration/test_straggler_gloo.py proves it on gloo ranks)"
 
 PATHOLOGIES: dict[str, Pathology] = {
     "RLRunStalled": from_entry("stall", {"30s": 93, "2m": 32, "10m": 21}, note="step-times after the last step"),
