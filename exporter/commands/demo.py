@@ -7,7 +7,7 @@ import sys
 import time
 
 from ..core.endpoint import DEFAULT_PORT
-from . import port_number
+from . import add_listen, port_number
 
 HELP = "run a simulated GRPO run and serve its metrics live until Ctrl-C"
 log = logging.getLogger("rl_exporter.demo")
@@ -29,7 +29,7 @@ def add_arguments(p):
                    help=f"port (default {DEFAULT_PORT}; 0 = any); the engine and ranks a scenario "
                         "serves beside it, and with --runs every rank, take the next ports "
                         "(default with --runs: any free ports)")
-    p.add_argument("--listen", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    add_listen(p)
     p.add_argument("--otlp-endpoint", default=None,
                    help="also push OTLP http/protobuf here (or set OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("--exit-after", action="store_true", help="exit after --steps instead of serving on")

@@ -9,7 +9,7 @@ import sys
 import threading
 
 from ..core.endpoint import DEFAULT_PORT
-from . import port_number
+from . import add_listen, port_number
 
 HELP = ("follow an unmodified trainer's logs (tail -F, exactly once across restarts) and serve "
         "the same canonical series the hook exports; optional POST /ingest")
@@ -26,7 +26,7 @@ def add_arguments(p):
                         "--source overrides it for that source")
     p.add_argument("--algorithm", default=None, help="rl_run_info algorithm label")
     p.add_argument("--model", default=None, help="rl_run_info model label")
-    p.add_argument("--listen", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    add_listen(p)
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                    help=f"port (default {DEFAULT_PORT}; 0 = any)")
     p.add_argument("--bind-wait", type=float, default=0.0, metavar="SECONDS",
