@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -352,3 +353,25 @@ def test_build_context_installs(tmp_path):
         r = subprocess.run([str(py), "-m", "exporter.cli", *args], cwd=tmp_path, capture_output=True,
                            text=True, env=env, timeout=120)
         assert r.returncode == 0 and r.stdout, (args, r.stderr[-2000:])
+    # backfill (promtool on PATH) and doctor --html (the report extra is not installed: one line)
+    r = subprocess.run([str(py), "-m", "exporter.cli", "backfill", str(spool), "--run", "r",
+                        "--out", str(tmp_path / "tsdb")], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0 and any((tmp_path / "tsdb").iterdir()), r.stderr[-2000:]
+    r = subprocess.run([str(py), "-m", "exporter.cli", "doctor", str(spool), "--html", str(tmp_path / "r.html")],
+                       cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode != 0 and "pip install 'rl-exporter[report]'" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    # status of a live demo, by host:port as the README shows it
+    demo = subprocess.Popen([str(py), "-m", "exporter.cli", "demo", "--port", "0", "--interval", "0.1"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)
+    try:
+        url = demo.stdout.readline().rsplit(" ", 1)[1].strip()
+        time.sleep(1.0)
+        r = subprocess.run([str(py), "-m", "exporter.cli", "status", url.split("//")[1].split("/")[0]],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0 and r.stdout.startswith("run demo-healthy"), r.stdout + r.stderr
+    finally:
+        demo.terminate()
+        demo.wait(10)
