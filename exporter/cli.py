@@ -18,18 +18,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rl-exporter {__version__}")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.verbs = {}  # name -> its parser: a verb's bad flag gets that verb's usage
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         mod = importlib.import_module(f"{commands.__name__}.{info.name}")
         name = getattr(mod, "NAME", info.name.replace("_", "-"))
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
+        parser.verbs[name] = p
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # argparse reports a verb's unknown flag with the top-level usage
+        verb = parser.verbs.get(getattr(args, "command", None), parser)
+        verb.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not getattr(args, "_run", None):

@@ -484,8 +484,11 @@ def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPU
     except Exception as e:
         exporter._error("gpu", e, f"GPU sampler off: NVML discovery failed: {e!r}")
         return None
-    log.info("rl-exporter: GPU sampler on: %d GPU(s) every %.3gs (%s)", len(sampler.devices),
-             sampler.interval, ", ".join(f"{d.index}:{d.name}" for d in sampler.devices) or "none")
+    # a simulated NVML (the demo's fleet, `catalog --budget`) is no GPU of this machine: it
+    # is not announced as one (a 512-target fleet restarts samplers every few steps)
+    log.log(logging.INFO if nvml is None else logging.DEBUG,
+            "rl-exporter: GPU sampler on: %d GPU(s) every %.3gs (%s)", len(sampler.devices),
+            sampler.interval, ", ".join(f"{d.index}:{d.name}" for d in sampler.devices) or "none")
     return sampler
 
 

@@ -207,16 +207,23 @@ class Exporter:
             self.counts.error("bind", None, f"port {port!r} is not a port number; /metrics is "
                               "not served (metrics are still collected)")
             return
-        ep = Endpoint(self.registry, addr, port, health=self.health)
-        from .status import add_routes
-        add_routes(ep, self)  # GET /status, GET /debug/stacks
         try:
-            ep.start()
-            self.endpoint = ep
-            log.info("rl-exporter serving %s (run %s)", ep.url, self.run)
+            self.listen(addr, port)
+            log.info("rl-exporter serving %s (run %s)", self.url, self.run)
         except (OSError, OverflowError) as e:
             self.counts.error("bind", e, f"cannot serve /metrics on {addr}:{port} ({e}); "
                               "metrics are still collected (pass port=0 for a free port)")
+
+    def listen(self, addr: str = DEFAULT_ADDR, port: int = DEFAULT_PORT) -> str:
+        """Serve /metrics (and /status, /debug/stacks) now, for an Exporter built with
+        serve=False: the URL, or OSError/OverflowError at once when the port cannot be had
+        (a command line says so in one line; the constructor's path counts it instead)."""
+        ep = Endpoint(self.registry, addr, port, health=self.health)
+        from .status import add_routes
+        add_routes(ep, self)  # GET /status, GET /debug/stacks
+        ep.start()
+        self.endpoint = ep
+        return ep.url
 
     def _retire_after_fork(self) -> None:
         """In a fork child: this copy has no worker, server or sampler threads, and its locks

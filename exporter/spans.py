@@ -23,27 +23,29 @@ MAX_EVENT_STACKS = 16_000
 
 
 def wanted(otlp_endpoint: str | None) -> str | None:
-    """The OTLP endpoint to send traces to, or None when traces are off."""
-    if os.environ.get(ENV, "").lower() not in ("1", "true", "yes"):
-        return None
-    return otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
+    """The OTLP URL to send traces to, or None when traces are off: on with RL_EXPORTER_TRACES=1
+    or OTEL_TRACES_EXPORTER=otlp, off with OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true
+    (exporter/core/otel.py reads OpenTelemetry's variables)."""
+    from .core.otel import signal_endpoint, signal_url
+    ours = os.environ.get(ENV, "").lower() in ("1", "true", "yes")
+    where = signal_endpoint("traces", otlp_endpoint, on_by_default=ours)
+    return signal_url(where[0], where[1], "traces") if where else None
 
 
 class Spans:
-    def __init__(self, run: str, endpoint: str, counts, resource: dict | None = None):
+    def __init__(self, run: str, url: str, counts, resource: dict | None = None):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from opentelemetry.trace import set_span_in_context
-        url = endpoint.rstrip("/")
-        if not url.endswith("/v1/traces"):
-            url += "/v1/traces"
+
+        from .core.otel import resource_attributes
         self.run, self.counts = run, counts
         self._ctx = set_span_in_context
         attrs = {"service.name": "rl-exporter", "rl.run": run}
         attrs.update(resource or {})
-        self.provider = TracerProvider(resource=Resource.create(attrs))
+        self.provider = TracerProvider(resource=Resource.create(resource_attributes(attrs)))
         self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url),
                                                             schedule_delay_millis=500))
         self.tracer = self.provider.get_tracer("rl-exporter")
@@ -59,7 +61,9 @@ class Spans:
         try:
             return cls(exporter.run, endpoint, exporter.counts)
         except Exception as e:  # the otlp extra missing, a bad endpoint: counted, not raised
-            exporter.counts.error("traces", e, f"OpenTelemetry traces are off: {e}")
+            from .core.otel import INSTALL_HINT
+            why = INSTALL_HINT if isinstance(e, ImportError) else str(e)
+            exporter.counts.error("traces", e, f"OpenTelemetry traces are off: {why}")
             return None
 
     def _ns(self, wall: float | None) -> int:

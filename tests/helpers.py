@@ -71,11 +71,13 @@ class OTLPReceiver:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         self.posts: list[tuple[str, str, bytes]] = []
+        self.headers: list[dict] = []   # each POST's headers, in the order of posts
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                 outer.posts.append((self.path, self.headers["Content-Type"], body))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")

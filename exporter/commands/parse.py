@@ -18,6 +18,10 @@ def add_arguments(p):
     p.add_argument("--framework", default=None,
                    help="vocabulary to resolve keys with (default: the format's framework)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame per line")
+    p.add_argument("--summary", action="store_true",
+                   help="only what did not map, per file: each key that fell back to "
+                        "rl_unmapped_value or is ignored, with why and in how many frames "
+                        "(\"why doesn't my metric show up?\"); with --json one object per file")
 
 
 def _open(path):
@@ -57,6 +61,11 @@ def run(args) -> int:
         reader, reads = read_text(text, fmt_arg, path=None if path == "-" else path)
         fmt = reader.format
         rejected, skipped = reader.rejected, reader.skipped
+        if not reads and not text.strip():
+            print(f"rl-exporter parse: {path}: the file is empty"
+                  + (" (blank lines only)" if text else ""), file=sys.stderr)
+            status = 1
+            continue
         if not reads and fmt_arg == "auto":
             hint = near_miss(clean(line) for line in text.split("\n"))
             msg = f"rl-exporter parse: {path}: no known metrics format found"
@@ -72,6 +81,7 @@ def run(args) -> int:
         spool_fw = _framework(fmt, text) if fmt == "spool" else None
         cache: dict = {}
         formats: dict = {}
+        seen: dict = {}   # (key, framework) -> [frames, first value]: --summary
         for line_no, fr, fr_fmt, fr_fw in reads:
             total += 1
             formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
@@ -82,6 +92,10 @@ def run(args) -> int:
                 if r is None:
                     r = cache[(k, framework)] = CATALOG.resolve(k, framework)
                 series[k] = r
+                if args.summary:
+                    seen.setdefault((k, framework), [0, fr.data[k]])[0] += 1
+            if args.summary:
+                continue
             if args.json:
                 print(json.dumps({
                     "file": path, "line": line_no, "format": fr_fmt, "framework": framework,
@@ -95,10 +109,38 @@ def run(args) -> int:
                     print(f"  {k} = {v!r} -> {_describe(series[k])}")
         summary = {"file": path, "format": fmt, "frames": len(reads), "formats": formats,
                    "rejected": dict(rejected), "skipped_lines": skipped}
+        if args.summary:
+            _print_unmapped(path, seen, cache, summary, args.json)
         print(("rl-exporter parse: " + json.dumps(summary)), file=sys.stderr)
     if total == 0 and status == 0:
         status = 1
     return status
+
+
+def _print_unmapped(path: str, seen: dict, cache: dict, summary: dict, as_json: bool) -> None:
+    """--summary: the keys that did not map to a catalog series (fallback or ignored), the
+    lines no parser took, and how many keys did map."""
+    missed = sorted(((k, fw, n, v, cache[(k, fw)]) for (k, fw), (n, v) in seen.items()
+                     if cache[(k, fw)].fallback or cache[(k, fw)].ignored), key=lambda x: (-x[2], x[0]))
+    mapped = len(seen) - len(missed)
+    if as_json:
+        print(json.dumps({"file": path, "frames": summary["frames"], "formats": summary["formats"],
+                          "keys": len(seen), "mapped": mapped,
+                          "unmapped": [{"key": k, "framework": fw, "frames": n,
+                                        "example": _jsonable(v), "series": _series(r)}
+                                       for k, fw, n, v, r in missed],
+                          "rejected": summary["rejected"]}, ensure_ascii=False, allow_nan=False))
+        return
+    fmts = ", ".join(f"{f} {n}" for f, n in summary["formats"].items())
+    print(f"{path}: {summary['frames']} frames ({fmts}); {len(seen)} keys, {mapped} mapped to "
+          f"catalog series, {len(missed)} did not" + (":" if missed else ""))
+    width = max((len(k) for k, *_ in missed), default=0)
+    for k, fw, n, v, r in missed:
+        example = f"{v:.4g}" if isinstance(v, float) else repr(v)[:24]
+        print(f"  {k:<{width}}  {n:>5} frames  e.g. {example:<10} -> {_describe(r)}")
+    rejected = {k: n for k, n in summary["rejected"].items() if n}
+    if rejected:
+        print("  lines no parser took: " + ", ".join(f"{n} {k}" for k, n in sorted(rejected.items())))
 
 
 def _framework(fmt: str, text: str) -> str:

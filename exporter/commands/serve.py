@@ -9,6 +9,7 @@ import sys
 import threading
 
 from ..core.endpoint import DEFAULT_PORT
+from . import add_listen, port_number
 
 HELP = ("follow an unmodified trainer's logs (tail -F, exactly once across restarts) and serve "
         "the same canonical series the hook exports; optional POST /ingest")
@@ -25,8 +26,12 @@ def add_arguments(p):
                         "--source overrides it for that source")
     p.add_argument("--algorithm", default=None, help="rl_run_info algorithm label")
     p.add_argument("--model", default=None, help="rl_run_info model label")
-    p.add_argument("--listen", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 = any)")
+    add_listen(p)
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"port (default {DEFAULT_PORT}; 0 = any)")
+    p.add_argument("--bind-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait up to this long for a port in use to be freed (a previous serve "
+                        "still stopping), saying so at once (default 0: fail at once)")
     p.add_argument("--state-file", default=None,
                    help="where to checkpoint each file's identity and offset (put it on the same "
                         "volume as the logs); without it a restart re-reads every file")
@@ -62,7 +67,9 @@ def add_arguments(p):
     p.add_argument("--no-stack-dumps", action="store_true",
                    help="never run py-spy on a stalled trainer")
     p.add_argument("--exit-when-idle", action="store_true",
-                   help="exit once every file is read to its end (batch catch-up, benchmarks)")
+                   help="exit once every file is read to its end, a last line without its "
+                        "newline included (batch catch-up, benchmarks); exit 1 if no source "
+                        "gave a frame (missing, empty, or in no known format)")
 
 
 def _is_loopback(addr: str) -> bool:
@@ -125,7 +132,7 @@ def run(args) -> int:
                      checkpoint_interval=args.checkpoint_interval, idle_flush=args.idle_flush,
                      max_line_bytes=args.max_line_bytes, spool_out=args.spool_out,
                      ingest=ingest, exporter_kwargs=kw, gpu=args.gpu,
-                     gpu_interval=args.gpu_interval,
+                     gpu_interval=args.gpu_interval, bind_retry_s=args.bind_wait,
                      stack_dumps=None if args.no_stack_dumps else {"pid": args.pid,
                                                                    "py_spy": args.py_spy})
     except OSError as e:
@@ -142,13 +149,18 @@ def run(args) -> int:
         signal.signal(signal.SIGTERM, _term)
     try:
         if args.exit_when_idle:
-            while sc.poll_once() or not sc.caught_up():
-                pass
-            sc.finish()
+            sc.run_until_idle()
         else:
             sc.run_forever()
     except KeyboardInterrupt:
         pass
     finally:
         sc.close()
+    if args.exit_when_idle:
+        why = sc.nothing_read()
+        for line in why:
+            print(f"rl-exporter serve: {line}", file=sys.stderr)
+        if why:
+            print("rl-exporter serve: no frame read from any source", file=sys.stderr)
+            return 1
     return 0

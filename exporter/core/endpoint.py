@@ -7,7 +7,8 @@ max_connections are served at once; one more is answered 503 at once and counted
 (stats["refused"], said once), so idle or slow clients cannot pile up threads.
 Restartable: SO_REUSEADDR lets a restarted exporter bind while the previous one's
 connections sit in TIME_WAIT (Linux still refuses a second live listener), and
-start() retries a port in use for bind_retry_s before raising."""
+start() retries a port in use for bind_retry_s (default 0: at once) before raising, and
+says so when it starts waiting."""
 from __future__ import annotations
 
 import errno
@@ -166,6 +167,9 @@ class Endpoint:
             except OSError as e:
                 if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
                     raise
+                if deadline - time.monotonic() > self.bind_retry_s - 0.25:  # said once, at once
+                    log.warning("rl-exporter endpoint: %s:%s is in use; waiting up to %.0f s for "
+                                "it to be freed", self.addr, self.port, self.bind_retry_s)
                 time.sleep(0.25)
         self.port = self._server.server_address[1]
         return self._server

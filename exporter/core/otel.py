@@ -46,15 +46,89 @@ def _quiet_sdk_logger() -> None:
         sdk.addFilter(_QuietDuringOurPush())
 
 
-def _otlp_exporter(endpoint: str, timeout_s: float, headers: dict | None = None):
+# ------------------------------------------------------------------ OpenTelemetry's environment
+# The SDK's standard variables, beside our own switches (an argument, --otlp-endpoint,
+# RL_EXPORTER_TRACES): OTEL_SDK_DISABLED turns both signals off; OTEL_METRICS_EXPORTER /
+# OTEL_TRACES_EXPORTER pick "otlp" or "none"; OTEL_EXPORTER_OTLP_{METRICS,TRACES}_ENDPOINT are used
+# as given, OTEL_EXPORTER_OTLP_ENDPOINT gets the signal's path; OTEL_SERVICE_NAME and
+# OTEL_RESOURCE_ATTRIBUTES name the resource. Headers, timeout, compression and certificates
+# (OTEL_EXPORTER_OTLP_HEADERS, ...) the SDK's OTLP exporters read themselves.
+INSTALL_HINT = "it needs the otlp extra: pip install 'rl-exporter[otlp]'"
+_said_env: set = set()
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def sdk_disabled() -> bool:
+    return _env("OTEL_SDK_DISABLED").lower() == "true"
+
+
+def _exporters(signal: str) -> set[str] | None:
+    """OTEL_<SIGNAL>_EXPORTER as a set of names, None when unset."""
+    v = _env(f"OTEL_{signal.upper()}_EXPORTER")
+    return {x.strip().lower() for x in v.split(",") if x.strip()} if v else None
+
+
+def _say_env(key: str, message: str, *args) -> None:
+    if key not in _said_env:
+        _said_env.add(key)
+        log.info(message, *args)
+
+
+def signal_endpoint(signal: str, explicit: str | None, on_by_default: bool = True) -> tuple[str, bool] | None:
+    """(endpoint, exact) to push `signal` ("metrics", "traces") to, or None when it is off:
+    exact endpoints (OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT) are used as given, the others get
+    /v1/<signal>. on_by_default: whether our own switch asks for it (traces are opt-in)."""
+    if sdk_disabled():
+        if explicit or _env("OTEL_EXPORTER_OTLP_ENDPOINT"):
+            _say_env("disabled", "rl-exporter: OTLP push off: OTEL_SDK_DISABLED=true")
+        return None
+    chosen = _exporters(signal)
+    if chosen is not None and "otlp" not in chosen:
+        return None                   # "none" (or an exporter we do not ship)
+    if chosen is None and not on_by_default:
+        return None
+    proto = _env(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL") or _env("OTEL_EXPORTER_OTLP_PROTOCOL")
+    if proto and proto != "http/protobuf":
+        _say_env("protocol", "rl-exporter: OTLP protocol %s is not supported; pushing http/protobuf", proto)
+    exact = _env(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    if explicit:
+        return explicit, False
+    if exact:
+        return exact, True
+    base = _env("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return (base, False) if base else None
+
+
+def signal_url(endpoint: str, exact: bool, signal: str) -> str:
+    if exact or endpoint.rstrip("/").endswith(f"/v1/{signal}"):
+        return endpoint
+    return endpoint.rstrip("/") + f"/v1/{signal}"
+
+
+def resource_attributes(ours: dict) -> dict:
+    """Our resource attributes, less the service name when OTEL_SERVICE_NAME or
+    OTEL_RESOURCE_ATTRIBUTES sets one (the SDK's Resource.create merges those in)."""
+    attrs = {k: v for k, v in ours.items() if v}
+    if _env("OTEL_SERVICE_NAME") or any(part.split("=", 1)[0].strip() == "service.name"
+                                       for part in _env("OTEL_RESOURCE_ATTRIBUTES").split(",")):
+        attrs.pop("service.name", None)
+    return attrs
+
+
+def _otlp_exporter(endpoint: str, timeout_s: float, headers: dict | None = None, exact: bool = False):
     try:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     except ImportError as e:  # optional extra
-        raise RuntimeError("OTLP push needs the 'otlp' extra: pip install 'rl-exporter[otlp]'") from e
-    if not endpoint.rstrip("/").endswith("/v1/metrics"):
-        endpoint = endpoint.rstrip("/") + "/v1/metrics"
+        raise RuntimeError(INSTALL_HINT) from e
+    endpoint = signal_url(endpoint, exact, "metrics")
     _quiet_sdk_logger()
-    return OTLPMetricExporter(endpoint=endpoint, headers=headers, timeout=timeout_s), endpoint
+    # a timeout the operator set (OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT) is the SDK's to read
+    timeout = None if (_env("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT") or _env("OTEL_EXPORTER_OTLP_TIMEOUT")) \
+        else timeout_s
+    return OTLPMetricExporter(endpoint=endpoint, headers=headers, timeout=timeout), endpoint
 
 
 class Telemetry:
@@ -72,16 +146,18 @@ class Telemetry:
         self._push_lock = threading.Lock()   # one push at a time (the loop, flush, close)
         self._start_ns = time.time_ns()
         self._exporter = None
-        self.otlp_endpoint = otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
+        where = signal_endpoint("metrics", otlp_endpoint)
+        self.otlp_endpoint = where[0] if where else None
         if not self.otlp_endpoint:
             return
         # OTLP is set from the environment by operators (OTEL_EXPORTER_OTLP_ENDPOINT): a
         # missing extra or a bad endpoint costs OTLP push, never the trainer's start.
         # A push never waits longer than the interval for a slow collector.
         try:
+            self._exporter, self.url = _otlp_exporter(self.otlp_endpoint, max(1.0, self.interval),
+                                                      exact=where[1])
             from opentelemetry.sdk.resources import Resource
-            self._exporter, self.url = _otlp_exporter(self.otlp_endpoint, max(1.0, self.interval))
-            self._resource = Resource.create({k: v for k, v in resource_attrs.items() if v})
+            self._resource = Resource.create(resource_attributes(resource_attrs))
         except Exception as e:
             self._error("otlp", e, f"OTLP push to {self.otlp_endpoint} is off: {e}")
             self._exporter, self.otlp_endpoint = None, None

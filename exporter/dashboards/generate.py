@@ -55,14 +55,15 @@ providers:
 
 DATASOURCE = HEADER + """# Grafana datasource provisioning: copy to /etc/grafana/provisioning/datasources/.
 # The dashboards pick their data source through the `datasource` variable, so any
-# Prometheus data source works; this one is a default for a fresh Grafana.
+# Prometheus data source works; this one is a default for a fresh Grafana (edit the url for
+# yours: Grafana expands $VAR and ${VAR} here, but has no ${VAR:-default}).
 apiVersion: 1
 datasources:
   - name: Prometheus
     uid: prometheus
     type: prometheus
     access: proxy
-    url: ${PROMETHEUS_URL:-http://prometheus:9090}
+    url: http://prometheus:9090
     isDefault: true
     jsonData:
       timeInterval: 15s

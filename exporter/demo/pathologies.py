@@ -123,6 +123,12 @@ class Pathology:
     demo: bool = True               # a `--scenario` of its own (crash is healthy + --exit-after)
     note: str = ""
     may: tuple = ()                 # alerts it may also fire, depending on the pace (not required)
+    # served beside the trainer (exporter/demo/beside.py): a stand-in rollout engine, healthy
+    # until the onset, then this engine scenario (exporter/demo/engine.py; "down": it stops
+    # serving); and the run's ranks, the last one edited by rank_edits from the onset
+    engine: str = ""
+    ranks: int = 1
+    rank_edits: tuple = ()
 
 
 def apply(edits: tuple, view, t: int, rng) -> None:
@@ -183,6 +189,7 @@ DICTIONARY = "the RL metrics dictionary"
 TROUBLESHOOTING = "the veRL metrics guide, sections 11-12 (troubleshooting)"
 POSTTRAIN = "the posttrain metrics reference"
 LAB = "the lab's metrics manual"
+MILES = "Miles' advisory"
 
 _CRITIC_BASELINE = (
     ("rl_value_explained_variance", Op(lambda x, t, rng, v: min(0.8, -0.2 + 0.02 * t) + rng.gauss(0, 0.02),
@@ -403,10 +410,25 @@ PATHOLOGIES: tuple[Pathology, ...] = (
     Pathology("gen-hang", {"RLPhaseHung": ("rl_phase_in_progress_start_timestamp_seconds",),
                            "RLRolloutGPUIdle": ("hw_gpu_phase_idle_seconds_total",), "RLRunStalled": ()},
               f"{TROUBLESHOOTING} (multi-node GRPO hanging inside generation, GPUs at 0 %)", stop=True),
-    Pathology("rollout-long-tail", {"RLRolloutGPUIdle": ("hw_gpu_phase_idle_seconds_total",)},
+    # the engine's latency tail (p99 15x the median) holds every step while the trainer's GPUs idle
+    Pathology("rollout-long-tail", {"RLRolloutLongTail": (),
+                                    "RLRolloutGPUIdle": ("hw_gpu_phase_idle_seconds_total",)},
               f"{TROUBLESHOOTING} (a few very long generations hold every step)",
               edits=(('rl_response_length_tokens{stat="max"}', to(float(MAX_RESPONSE_LENGTH))),),
-              call=_rollout_long_tail),
+              call=_rollout_long_tail, engine="long-tail"),
+    Pathology("rollout-aborts", {"RLRolloutAbortsHigh": ()},
+              f"{MILES} (more than 5 % of rollout requests aborted)", engine="aborts"),
+    Pathology("kv-cache-thrash", {"RLRolloutKVCacheThrash": ()},
+              f"{MILES} (the engine's KV cache above 90 % while it keeps preempting requests)",
+              engine="kv-thrash"),
+    # the engine process dies; the trainer waits on it and its exporter keeps serving
+    Pathology("rollout-engine-down", {"RLRolloutEngineDown": ()},
+              f"{TROUBLESHOOTING} (the rollout engine is gone while the trainer still runs)",
+              engine="down"),
+    # three ranks; the last one's gen takes 2.5x the others' (a slow host or a throttled GPU)
+    Pathology("rank-straggler", {"RLRankStraggler": ()},
+              f"{VERL_GUIDE} (one slow data-parallel rank holds every step)", ranks=3,
+              rank_edits=(('rl_phase_duration_seconds{phase="gen"}', times(2.5)),)),
     # stuck for good inside update_actor (a real timer() is open; the demo loop blocks)
     Pathology("hang", {"RLPhaseHung": (), "RLRunStalled": ()},
               f"{TROUBLESHOOTING} (a collective a dead peer never enters)", stop=True),

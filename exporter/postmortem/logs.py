@@ -92,6 +92,9 @@ def sniff(path: str, fmt: str = "auto") -> str:
         # a long start-up (Miles: a 1,300-row argument table, then SGLang's) put the first
         # training record past the head: read per line, the print and the records alike
         return "auto"
+    if found is None and not any(line.strip() for line in head):
+        raise LogError(f"{path}: the file is empty" if not head else
+                       f"{path}: the file holds only blank lines")
     if found is None:
         raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
                        f"(pass --format, one of: {', '.join(FORMATS)})")

@@ -62,6 +62,10 @@ def find(name: str) -> str:
     env = os.environ.get(f"RL_EXPORTER_{name.upper()}")
     path = env or shutil.which(name)
     if not path or not os.access(path, os.X_OK):
+        if os.environ.get("RL_EXPORTER_IMAGE") == "sidecar":  # the Dockerfile's slim target
+            raise ToolMissing(f"`{name}` is not in this image (the sidecar target); it is the "
+                              "engine this command runs: use the image's default target, which "
+                              "has promtool and prometheus (docker build -t rl-exporter .)")
         raise ToolMissing(f"`{name}` is not installed (or not on PATH); it is the engine this "
                           f"command runs. Install it: {INSTALL[name]}")
     return path

@@ -79,6 +79,26 @@ class FileFollower:
     def lag(self) -> int:
         return max(0, self.size - self.offset) if self.fd is not None else 0
 
+    @property
+    def unread(self) -> int:
+        """Bytes on disk not read yet: the lag less a last line held for its newline."""
+        return max(0, self.lag - len(self._buf))
+
+    def take_partial(self) -> list:
+        """The writer is done with the file (rotated away, or serve --exit-when-idle): its
+        last line, cut without a newline, as a line event; an over-long one being skipped is
+        counted instead."""
+        events = []
+        if self._skipping:
+            self._skipping = False
+            self.too_long += 1
+        elif self._buf:
+            raw = bytes(self._buf)
+            events.append(("line", raw.decode("utf-8", "replace"), self.offset, self.offset + len(raw)))
+            self.offset += len(raw)
+            self._buf.clear()
+        return events
+
     def close(self) -> None:
         for fd in (self.fd, self._next):
             if fd is not None:
@@ -287,10 +307,7 @@ class FileFollower:
             # rest of it is left for the next polls (bounded memory)
             if self._read(fd, events, budget) >= budget:
                 return
-            if self._buf and not self._skipping:  # the old file ended without a newline
-                raw = bytes(self._buf)
-                events.append(("line", raw.decode("utf-8", "replace"), self.offset,
-                               self.offset + len(raw)))
+            events += self.take_partial()  # the old file may end without a newline
             events.append(("eof", None, 0, 0))
             os.close(fd)
             self.fd = None

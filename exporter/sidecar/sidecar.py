@@ -60,7 +60,7 @@ class Sidecar:
                  idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
                  spool_out: str | None = None, ingest: dict | None = None,
                  exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0,
-                 bind_retry_s: float = 15.0, stack_dumps: dict | None = None):
+                 bind_retry_s: float = 0.0, stack_dumps: dict | None = None):
         self.run = run
         self.poll_interval = poll_interval
         self.checkpoint_interval = checkpoint_interval
@@ -125,7 +125,7 @@ class Sidecar:
             s.restore_last()
         self.endpoint = None
         if port is not None:
-            # a restart in the same pod: the previous serve may still hold the port a moment
+            # bind_retry_s: wait for a port a previous serve still holds (serve --bind-wait)
             self.endpoint = Endpoint(self.registry, addr, port, health=self.health,
                                      bind_retry_s=bind_retry_s)
             if ingest:
@@ -258,8 +258,17 @@ class Sidecar:
         return busy
 
     def caught_up(self) -> bool:
-        """Every file read to its end and no record left open."""
-        return not any(t.follower.lag or t.open for s in self.sources for t in s.tracks.values())
+        """Every file read to its end (a last line still without its newline aside: finish()
+        takes it) and no record left open."""
+        return not any(t.follower.unread or t.open for s in self.sources for t in s.tracks.values())
+
+    def nothing_read(self) -> list[str]:
+        """Why no source gave a frame, one line each; [] when any did (the ingest source
+        counts: a push is a frame)."""
+        if self.ingest_source is not None and self.ingest_source.frames:
+            return []
+        why = [s.nothing_read() for s in self.sources]
+        return [] if None in why else why
 
     def finish(self) -> None:
         for s in self.sources:
@@ -312,6 +321,16 @@ class Sidecar:
             if not busy:
                 self._stop.wait(self.poll_interval)
         self.checkpoint()
+
+    def run_until_idle(self) -> None:
+        """Read every source to its end, then finish() (serve --exit-when-idle)."""
+        while not self._stop.is_set():
+            busy = self.poll_once()
+            if not busy and self.caught_up():
+                break
+            if not busy:  # an open record waits for idle_flush: no busy loop meanwhile
+                self._stop.wait(min(self.poll_interval, 0.05))
+        self.finish()
 
     def stop(self) -> None:
         self._stop.set()

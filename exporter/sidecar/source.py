@@ -22,6 +22,10 @@ _NO_FRAME_LINES = 200         # lines without a frame, some shaped like another 
 _NO_FRAME_ANY = 100_000       # lines without a frame at all (not even one before a restart)
 
 
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
 class SourceSpec:
     """`FORMAT:PATH[,run=RUN]` (PATH may be a glob)."""
 
@@ -62,6 +66,7 @@ class Source:
         # The last frame applied, kept in the state file so a restart shows it at once.
         self.last: dict | None = self.saved.get("last")
         self._next_glob = 0.0
+        self._said: set = set()  # what this source has told the log it waits for, once each
 
     # ------------------------------------------------------------ files
     def paths(self) -> list[str]:
@@ -82,6 +87,9 @@ class Source:
             return busy
         files = self.saved.get("files", {})
         paths = self.paths()
+        if not paths:
+            self._say_once("nomatch", "source %s: waiting for a file matching %s", self.spec.name,
+                           self.spec.pattern)
         for p in paths:
             t = self.tracks.get(p)
             if t is None:
@@ -124,6 +132,16 @@ class Source:
         events = f.poll()
         self.rejected["line_too_long"] += f.too_long - too_long
         if not events:
+            if f.fd is None:
+                self._say_once(("waiting", t.path), "source %s: waiting for %s to appear",
+                               self.spec.name, t.path)
+            elif t.reader is None and self.lines and not self.frames and not f.unread:
+                # read to its end and no line in a format: start-up output so far, or a format
+                # serve does not read (doctor and parse say the same of a finished file)
+                self._say_once(("unknown", t.path), "source %s: %d lines read from %s, none "
+                               "in a known metrics format so far (start-up output, or a format "
+                               "serve does not read: `rl-exporter parse %s` shows each line)",
+                               self.spec.name, self.lines, t.path, t.path)
             if t.open and now - t.last_data >= self.sidecar.idle_flush:
                 self._apply(t, t.on_idle(), t.resume)
             return False
@@ -139,6 +157,9 @@ class Source:
                 self._apply(t, t.on_eof(), None)
                 self.sidecar.checkpoint_soon()
             elif kind == "start":
+                if ("waiting", t.path) in self._said and ("appeared", t.path) not in self._said:
+                    self._said.add(("appeared", t.path))
+                    log.info("source %s: %s appeared: following it", self.spec.name, t.path)
                 t.on_start(start, text)
                 # The file's identity is on disk before its first frame is spooled: a crash
                 # after a spool write can then always resume past it (apply_spool_offsets).
@@ -254,12 +275,43 @@ class Source:
             self.sidecar.checkpoint_soon()
         return True
 
+    def _say_once(self, what, message: str, *args) -> None:
+        if what not in self._said:
+            self._said.add(what)
+            log.info(message, *args)
+
     def finish(self) -> None:
-        """The writers are done: the records still open at the end of the files are
-        complete as they are."""
+        """The writers are done: a last line cut without its newline is a line, and the
+        records still open at the end of the files are complete as they are."""
         for t in self.tracks.values():
+            for _, text, start, end in t.follower.take_partial():
+                self.lines += 1
+                frames = t.on_line(text, start, end)
+                self._apply(t, frames, t.resume)
             if t.open:
                 self._apply(t, t.on_idle(), t.resume)
+
+    def nothing_read(self) -> str | None:
+        """Why this source never gave a frame (none before a restart either), or None if it
+        did: what `serve --exit-when-idle` says before exiting non-zero."""
+        if self.frames or self.last is not None:
+            return None
+        name = f"source {self.spec.format}:{self.spec.pattern}"
+        if self.doc_parser is not None:
+            if not any(d.state == "following" for d in self.docs.values()):
+                return f"{name}: no such file" if not self.is_glob else f"{name}: no file matches"
+            return f"{name}: no {self.spec.format} record in it"
+        if not self.tracks:
+            return f"{name}: no file matches"
+        if all(t.follower.dev is None and not t.follower.bytes_read for t in self.tracks.values()):
+            return f"{name}: no such file" if not self.is_glob else f"{name}: no file matches"
+        if not any(t.follower.bytes_read for t in self.tracks.values()):
+            return f"{name}: the file is empty"
+        if all(t.reader is None for t in self.tracks.values()):
+            return (f"{name}: {_lines(self.lines)}, none in a known metrics format "
+                    "(`rl-exporter parse FILE` shows each line)")
+        fmt = "/".join(sorted({t.format for t in self.tracks.values() if t.reader is not None}))
+        return f"{name}: {_lines(self.lines)} and not one {fmt} record"
 
     # ------------------------------------------------------------ state
     def checkpoint(self) -> dict:

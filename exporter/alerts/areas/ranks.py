@@ -21,8 +21,9 @@ def _slow_rank(v, i, rng):
     v["=ranks"][2]["gen"] *= uniform(rng, 1.9, 2.1)
 
 
-_RANKS = "per-rank phase durations exist only in the simulated run (exporter/alerts/sim/run.py) (4 ranks); the single-process demo " \
-         "has one rank (the gloo test, tests/integration/test_straggler_gloo.py, is its end-to-end proof)"
+_RANKS = "per-rank phase durations: the simulated run (exporter/alerts/sim/run.py) has 4 ranks, the " \
+         "demo's rank-straggler 3 (exporter/demo/beside.py; tests/integration/test_straggler_gloo.py " \
+         "proves it on gloo ranks)"
 
 
 ALERTS: list[Alert] = [
