@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 
+from .._version import __version__
 from ..catalog import CATALOG, Catalog
 from .goodput import Goodput
 from .self_metrics import Counts
@@ -24,7 +25,6 @@ _FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
 def run_info(framework: str, algorithm: str | None = None, model: str | None = None,
              host: str | None = None, rank: int | None = None) -> dict:
     """The labels of rl_run_info: the run's identity, which never changes during it."""
-    from .. import __version__
     return {"framework": framework, "algorithm": algorithm or "", "model": model or "",
             "host": host or socket.gethostname(), "rank": "" if rank is None else str(rank),
             "version": __version__}
