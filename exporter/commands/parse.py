@@ -72,7 +72,7 @@ def run(args) -> int:
         spool_fw = _framework(fmt, text) if fmt == "spool" else None
         cache: dict = {}
         formats: dict = {}
-        for line_no, fr, fr_fmt, fr_fw in reads:
+        for line_no, fr, fr_fmt, fr_fw, _starts in reads:
             total += 1
             formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
             framework = args.framework or spool_fw or fr_fw

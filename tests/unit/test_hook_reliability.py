@@ -19,6 +19,7 @@ import pytest
 import exporter.core.pipeline
 import exporter.hook
 from exporter import Exporter
+from exporter.core.worker import Item
 from exporter.testing import scrape
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,7 +230,7 @@ def test_close_while_log_holds_the_queue_lock_is_bounded_and_counts_every_frame(
     e._qlock.acquire()
     try:
         for i in range(20):  # queued behind the held lock, as log() would have left them
-            e._queue.append(({"critic/score/mean": 0.2}, 100 + i, time.time()))
+            e._queue.append(Item({"critic/score/mean": 0.2}, 100 + i, time.time()))
         e.counts.received += 20
         t0 = time.monotonic()
         e.close(timeout=1.0)
