@@ -107,7 +107,7 @@ class Source:
             if f.fd is None:  # never opened: whatever it held was not read
                 if f.state == "waiting" and not f.bytes_read:
                     self.errors["file_unreadable"] += 1
-                    self.sidecar._error("file_unreadable",
+                    self.sidecar.log_error("file_unreadable",
                                         f"source {self.spec.name}: {p} was gone before it could "
                                         "be read; counted in rl_exporter_source_errors_total"
                                         "{kind=\"file_unreadable\"}")
@@ -178,8 +178,8 @@ class Source:
         if not reads:
             return
         parser = t.parser if isinstance(t, FileTrack) else self.doc_parser
-        p = self.sidecar.pipeline_for(self.spec.run, parser.framework, self)
-        if p is None:
+        served = self.sidecar.run_for(self.spec.run, parser.framework, self)
+        if served is None:
             self.rejected["run_conflict"] += len(reads)
             return
         sc = self.sidecar
@@ -191,9 +191,9 @@ class Source:
                     # the file these lines came from, not the one the follower is on now
                     extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
                 sc.write_spool(self, fr, extra)
-            p.log(fr.data, step=fr.step, starts=r.starts)
+            served.pipeline.log(fr.data, step=fr.step, starts=r.starts)
             self.frames += 1
-            sc.backpressure(p)
+            sc.backpressure(served)
         self.last_frame_ts = now = time.time()
         fr = reads[-1].frame
         self.last = {"framework": parser.framework, "step": fr.step, "ts": now,
@@ -214,10 +214,10 @@ class Source:
                         self.spec.name)
             self.last = None
             return
-        p = self.sidecar.pipeline_for(self.spec.run, fw, self) if data is not None else None
-        if p is None:
+        served = self.sidecar.run_for(self.spec.run, fw, self) if data is not None else None
+        if served is None:
             return
-        p.restore(data, step, ts)
+        served.pipeline.restore(data, step, ts)
         self.last_frame_ts = ts
         log.info("source %s: restored the last frame (step %s) from the state file",
                  self.spec.name, step)

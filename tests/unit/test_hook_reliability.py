@@ -291,7 +291,7 @@ def test_invented_phase_names_are_bounded_and_counted():
                 pass
             e.log({"critic/score/mean": 0.1}, step=i)
         s = scrape(e)
-        live = e.helper("_rlx_live_phases", None)
+        live = e.live_phases
         assert len(live._labels) <= 50 and len(live._recent) <= 50 and not live._open
         # the histogram carries no more phases than the gauge, and nothing beyond is silent
         hist = {dict(k[1]).get("phase") for k in s if k[0] == "rl_phase_timing_seconds_count"}

@@ -75,7 +75,7 @@ def serve_once(tmp_path, text):
     sc = Sidecar([SourceSpec(f"hf:{log}", "r")], run="r", port=None, gpu=False)
     try:
         sc.poll_once()
-        (p,) = sc.pipelines.values()
+        (p,) = sc.runs.values()
         assert p.flush()
         return p.store.get(START), p.store.get("rl_training_step")
     finally:

@@ -40,7 +40,7 @@ def test_replay_renders_exactly_the_series_serve_exports(tmp_path):
         while sc.poll_once():
             pass
         sc.finish()  # end of input: close the open record, as serve --exit-when-idle
-        for ex in sc.pipelines.values():
+        for ex in sc.runs.values():
             ex.flush()
         text = generate_latest(sc.registry).decode()
     finally:
