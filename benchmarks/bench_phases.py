@@ -24,8 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from exporter import Exporter  # noqa: E402
 from exporter.gpu import GPUSampler  # noqa: E402
 from exporter.testing.nvml import FakeNVML  # noqa: E402
-from exporter.phases import live_phases_of
-from exporter.timers import timers_of  # noqa: E402
 
 logging.getLogger("rl_exporter").setLevel(logging.ERROR)
 
@@ -52,7 +50,7 @@ def main(argv=None) -> int:
 
     ex_on = Exporter(run="on", serve=False, gpu="off")
     ex_off = Exporter(run="off", serve=False, gpu="off")
-    timers_of(ex_off).live = _Off()
+    ex_off.timers.live = _Off()
     t_on, t_off = ex_on.timer("gen"), ex_off.timer("gen")
 
     def with_tracking(k):
@@ -74,7 +72,7 @@ def main(argv=None) -> int:
     nv = FakeNVML(8)
     s_on = GPUSampler(ex_on.store, nvml=nv, rank=0, env={})
     s_on.start(thread=False)
-    s_on.phases = live_phases_of(ex_on)
+    s_on.phases = ex_on.live_phases
     s_off = GPUSampler(ex_off.store, nvml=nv, rank=0, env={})
     s_off.start(thread=False)
 

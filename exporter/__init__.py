@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # the package face re-exports it
 
 _default = None
 _default_lock = threading.Lock()

@@ -7,8 +7,6 @@ import threading
 import time
 from collections import deque
 
-from .attach import attached, count_error
-
 DEVICE_TIMEOUT_S = 120.0
 
 
@@ -18,7 +16,7 @@ class DeviceResolver:
     a synchronize); tickers are polled while they report pending work."""
 
     def __init__(self, exporter, poll: float = 0.005, idle: float = 0.25, autostart: bool = True):
-        self.exporter = exporter
+        self.exporter = exporter  # the served run (core/run.py `ServedRun.resolver`)
         self.autostart = autostart  # False: the owner calls run_once() (tests)
         self.poll, self.idle = poll, idle
         self._tasks: deque = deque()
@@ -67,7 +65,7 @@ class DeviceResolver:
                         on_timeout()
                     continue
             except Exception as e:
-                count_error(self.exporter, "device_task", e)
+                self.exporter.counts.error("device_task", e)
                 continue
             self._tasks.append((ready, run, on_timeout, deadline))
             busy = True
@@ -75,12 +73,12 @@ class DeviceResolver:
             try:
                 busy = tick() or busy
             except Exception as e:
-                count_error(self.exporter, "timer_tick", e)
+                self.exporter.counts.error("timer_tick", e)
         return busy
 
     def _loop(self) -> None:
         while True:
-            closed = getattr(self.exporter, "closed", False)
+            closed = self.exporter.closed
             busy = self.run_once()
             if closed and (not busy or time.monotonic() > self._drain_until):
                 return
@@ -104,14 +102,3 @@ class DeviceResolver:
                 if on_timeout is not None:
                     on_timeout()
             self._tasks.clear()
-
-
-# The exporter interface used here (and by distributions.py): `exporter.helper(name,
-# factory)`, `exporter.frames_logged`, `exporter.closed`, `exporter.counts` (error / reject /
-# add_nonfinite), `exporter.store`, `exporter.telemetry`, `exporter.run`. At close() the
-# exporter ends the open window (end_step) and drains the resolver, so the last window is
-# published once its device events complete, within close()'s timeout.
-
-
-def resolver_of(exporter) -> DeviceResolver:
-    return attached(exporter, "_rlx_device_resolver", DeviceResolver)

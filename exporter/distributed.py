@@ -117,11 +117,10 @@ def log_across_ranks(exporter, frame: Mapping[str, Any], step=None, group=None,
     frame on the ranks in `export_ranks` (rank 0 by default; None: every rank). The other
     ranks close their own timer window: each rank's phase durations are its own, not reduced."""
     import torch.distributed as dist
-    from .timers import end_step_if_timed
     out = reduce_across_ranks(frame, group, exporter.framework, catalog=exporter.catalog)
     rank = dist.get_rank(group) if (dist.is_available() and dist.is_initialized()) else 0
     if export_ranks is None or rank in export_ranks:
         exporter.log(dict(out), step=step)
     else:
-        end_step_if_timed(exporter)
+        exporter.end_timer_window()
     return out

@@ -32,15 +32,13 @@ import threading
 
 from .catalog import HISTOGRAM, sanitize_label_value
 from .catalog.observe import ALIASES  # the catalog owns every alias
-from .attach import attached, count_error
-from .device_resolver import resolver_of
 
 log = logging.getLogger("rl_exporter")
 
 
 class Distributions:
     def __init__(self, exporter, resolver=None):
-        self.exporter = exporter
+        self.exporter = exporter  # the served run (core/run.py `ServedRun.distributions`)
         self.catalog = exporter.catalog
         self.resolver = resolver
         self._bounds: dict = {}     # (metric, device) -> bounds tensor
@@ -63,7 +61,7 @@ class Distributions:
             else:
                 self._observe_host(metric, attrs, values)
         except Exception as e:  # never into the training loop
-            count_error(self.exporter, "observe", e)
+            self.exporter.counts.error("observe", e)
 
     def _reject(self, reason: str, message: str) -> None:
         self.exporter.counts.reject(reason, message)
@@ -185,7 +183,7 @@ class Distributions:
             host.copy_(packed, non_blocking=True)  # the one device->host transfer
             event = torch.cuda.Event()
             event.record()
-        resolver = self.resolver or resolver_of(self.exporter)
+        resolver = self.resolver or self.exporter.resolver
         resolver.submit(event.query, lambda: self._merge_packed(metric, attrs, host.tolist(), nb),
                         on_timeout=lambda: self._reject("device_timeout",
                                                         f"observe({metric.name}): device copy "
@@ -208,7 +206,3 @@ class Distributions:
 
 
 _INTERNAL = frozenset({"rl_exporter_frame_processing_seconds", "rl_phase_timing_seconds"})
-
-
-def distributions_of(exporter) -> Distributions:
-    return attached(exporter, "_rlx_distributions", Distributions)

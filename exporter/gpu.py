@@ -72,7 +72,7 @@ class GPUSampler:
         self._metrics = store.catalog.metrics
         self._started = False
         # Anything with current() -> phase name and started(phase) -> occurrence key (phases.py
-        # LivePhases); set by start_sampler. None: no per-phase attribution.
+        # LivePhases); set by start_store_sampler. None: no per-phase attribution.
         self.phases = None
 
     # ------------------------------------------------------------ lifecycle
@@ -452,27 +452,26 @@ class GPUSampler:
 _OFF = (False, None, "off", "false", "0", "no", "none")
 
 
-def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPUSampler | None:
-    """Called by Exporter.__init__ (and the sidecar, with any object that has `store`,
-    `rank` and `_error(kind, exc, message)`): the sampler, or None (one log line says why)."""
-    if isinstance(gpu, str):
-        gpu = gpu.strip().lower()
-    if gpu in _OFF:
+def start_sampler(run, gpu="auto", interval: float = 5.0, nvml=None) -> GPUSampler | None:
+    """A served run's sampler (Exporter.__init__; core/run.py): its store and rank, GPU samples
+    charged to its live phases, failures counted in its loss registry. None when off."""
+    if _mode(gpu, say=False) is None:  # off: no live phases made for it
         return None
-    if gpu in (True, "on", "true", "1", "yes", "all"):
-        mode, explicit = "all", True
-    elif gpu == "local":
-        mode, explicit = "local", True
-    else:
-        if gpu != "auto":
-            log.error("rl-exporter: gpu=%r is not one of auto|on|off|local; using auto", gpu)
-        mode, explicit = "all", False
-    sampler = GPUSampler(exporter.store, interval=interval, rank=exporter.rank, mode=mode, nvml=nvml)
-    try:  # per-phase GPU time: the timers' view of which phase is open
-        from .phases import live_phases_of
-        sampler.phases = live_phases_of(exporter)
-    except Exception as e:
-        log.warning("rl-exporter: per-phase GPU attribution off: %r", e)
+    return start_store_sampler(run.store, gpu, interval, rank=run.rank, phases=run.live_phases,
+                               on_error=run.counts.error, nvml=nvml)
+
+
+def start_store_sampler(store, gpu="auto", interval: float = 5.0, *, rank=None, phases=None,
+                        on_error=None, nvml=None) -> GPUSampler | None:
+    """The sampler writing `store` (serve samples its host's GPUs once, into a store of its
+    own), or None (one log line says why). `phases`: what the open phase is (phases.py);
+    `on_error(kind, exc, message)`: where a discovery failure is counted (else logged)."""
+    mode = _mode(gpu)
+    if mode is None:
+        return None
+    mode, explicit = mode
+    sampler = GPUSampler(store, interval=interval, rank=rank, mode=mode, nvml=nvml)
+    sampler.phases = phases  # per-phase GPU time: the timers' view of which phase is open
     try:
         sampler.start()
     except NVMLUnavailable as e:
@@ -482,7 +481,11 @@ def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPU
                   "rl-exporter: GPU sampler off: %s", e)
         return None
     except Exception as e:
-        exporter._error("gpu", e, f"GPU sampler off: NVML discovery failed: {e!r}")
+        message = f"GPU sampler off: NVML discovery failed: {e!r}"
+        if on_error is not None:
+            on_error("gpu", e, message)
+        else:
+            log.error("rl-exporter: %s", message)
         return None
     # a simulated NVML (the demo's fleet, `catalog --budget`) is no GPU of this machine: it
     # is not announced as one (a 512-target fleet restarts samplers every few steps)
@@ -490,6 +493,21 @@ def start_sampler(exporter, gpu="auto", interval: float = 5.0, nvml=None) -> GPU
             "rl-exporter: GPU sampler on: %d GPU(s) every %.3gs (%s)", len(sampler.devices),
             sampler.interval, ", ".join(f"{d.index}:{d.name}" for d in sampler.devices) or "none")
     return sampler
+
+
+def _mode(gpu, say: bool = True):
+    """(mode, explicit) of a `gpu=` setting; None when off."""
+    if isinstance(gpu, str):
+        gpu = gpu.strip().lower()
+    if gpu in _OFF:
+        return None
+    if gpu in (True, "on", "true", "1", "yes", "all"):
+        return "all", True
+    if gpu == "local":
+        return "local", True
+    if gpu != "auto" and say:
+        log.error("rl-exporter: gpu=%r is not one of auto|on|off|local; using auto", gpu)
+    return "all", False
 
 
 def _has_nvidia_device() -> bool:

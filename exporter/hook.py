@@ -30,16 +30,16 @@ from .catalog import CATALOG, FRAMEWORK_ALIASES, Catalog
 from .core.collector import StoreCollector
 from .core.endpoint import DEFAULT_ADDR, DEFAULT_PORT, Endpoint
 from .core.otel import Telemetry
-from .core.self_metrics import Counts
-from .spool import SpoolWriter
-from .core.values import PLAIN_TYPES, prepare_values
 from .core.pipeline import Pipeline, env_rank, run_info
+from .core.run import ServedRun
+from .core.self_metrics import Counts
+from .core.values import PLAIN_TYPES, prepare_values
+from .spool import SpoolWriter
 
 log = logging.getLogger("rl_exporter")
 
 DEFAULT_FALLBACK_LIMIT = 500      # distinct unknown keys exported under rl_unmapped_value
 DEFAULT_QUEUE_SIZE = 1024         # frames
-_HELPER_LOCK = threading.RLock()  # helper() factories may create other helpers inside it
 _modules = sys.modules
 _LIVE: "weakref.WeakSet[Exporter]" = weakref.WeakSet()
 
@@ -85,29 +85,15 @@ def _on_sigterm(signum, frame) -> None:
 # frame counted as dropped{reason="forked"} (the parent goes on exporting). A child that
 # wants metrics of its own creates its own Exporter.
 def _retire_in_fork_child() -> None:
-    global _HELPER_LOCK
-    _HELPER_LOCK = threading.RLock()
     for ex in list(_LIVE):
         try:
-            ex._retire_after_fork()
+            ex.retire_after_fork()
         except Exception:  # nothing may raise in a fork child's start-up
             pass
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_retire_in_fork_child)
-
-
-def _fresh_locks(obj) -> None:
-    """Replace every lock attribute of obj with a new, unlocked one of the same kind."""
-    for name, val in list(vars(obj).items()):
-        if isinstance(val, _LOCK):
-            setattr(obj, name, threading.Lock())
-        elif isinstance(val, _RLOCK):
-            setattr(obj, name, threading.RLock())
-
-
-_LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
 
 
 def default_run() -> str:
@@ -123,8 +109,9 @@ def _env_port() -> int:
     return int(v) if v.isdigit() else DEFAULT_PORT
 
 
-class Exporter:
-    """Export an RL run's per-step metrics to Prometheus (and OTLP)."""
+class Exporter(ServedRun):
+    """Export an RL run's per-step metrics to Prometheus (and OTLP). A served run
+    (core/run.py) plus the public API, /metrics, the NVML sampler and the process's lifecycle."""
 
     def __init__(self, run: str | None = None, framework: str = "auto", *,
                  algorithm: str | None = None, model: str | None = None,
@@ -137,58 +124,53 @@ class Exporter:
                  poll_interval: float = 0.02,
                  gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
                  expert_series: bool | None = None, handle_sigterm: bool = True):
-        self.run = run or default_run()
-        self.catalog = catalog
+        run = run or default_run()
         # Per-expert MoE series (label `expert`: layers x experts of them) are opt-in: they
         # alone can exceed a rank's whole series budget (`rl-exporter catalog --budget`).
         if expert_series is None:
             expert_series = os.environ.get("RL_EXPORTER_EXPERT_SERIES", "").lower() in ("1", "true", "yes")
-        self.expert_series = expert_series
         # the one loss registry: the worker, store, timers, distributions and samplers count here
-        self.counts = Counts()
+        counts = Counts()
         framework = FRAMEWORK_ALIASES.get(framework, framework)  # "ms-swift" -> "swift"
         if framework not in ("auto",) and framework not in catalog.vocabularies:
             log.error("unknown framework %r; using 'auto' (known: %s)", framework,
                       ", ".join(catalog.vocabularies))
             framework = "auto"
-        self.framework = framework
-        self.rank = env_rank() if rank is None else rank
-        self.fallback_limit = fallback_limit
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
-        spool_writer = SpoolWriter.open(spool, self.run, framework, self.counts) if spool else None
-        self.pipeline = Pipeline(
-            self.run, catalog=catalog, framework=framework, counts=self.counts,
-            info=run_info(framework, algorithm, model, host, self.rank),
+        rank = env_rank() if rank is None else rank
+        spool_writer = SpoolWriter.open(spool, run, framework, counts) if spool else None
+        pipeline = Pipeline(
+            run, catalog=catalog, framework=framework, counts=counts,
+            info=run_info(framework, algorithm, model, host, rank),
             queue_size=queue_size, fallback_limit=fallback_limit, series_limit=series_limit,
             poll_interval=poll_interval, spool=spool_writer, expert_series=expert_series)
-        self.store = self.pipeline.store
-        # hot-path state read by log(): plain attributes
-        self._dropped = self.counts.dropped
-        self._plain = set(PLAIN_TYPES)
-        self._enqueue = self.pipeline.enqueue
-        self._queue = self.pipeline.queue
-        self._qlock = self.pipeline.qlock
-        self._worker = self.pipeline.worker
-        self._closed = False
-        self._helpers: dict = {}   # timers, distributions, device resolver (helper())
-        self._closed_reason = "closed"  # or "forked": why log() drops frames once closed
-
-        self.collector = StoreCollector(self.store, extra=self.self_metrics)
-        self.registry.register(self.collector)
-        self.telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": self.run},
-                                   catalog=catalog, otlp_endpoint=otlp_endpoint,
-                                   otlp_interval_s=otlp_interval, on_error=self.counts.error)
-        self.telemetry.mirror(self.store, self.self_metrics)
+        telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": run},
+                              catalog=catalog, otlp_endpoint=otlp_endpoint,
+                              otlp_interval_s=otlp_interval, on_error=counts.error)
+        telemetry.mirror(pipeline.store, pipeline.self_metrics)
         from .spans import Spans
-        self.spans = Spans.start(self, otlp_endpoint)  # opt-in traces (RL_EXPORTER_TRACES=1)
-        self.goodput = self.pipeline.goodput           # rl_goodput_seconds_total
-        self.goodput.spans = self.spans
+        super().__init__(pipeline, rank=rank, telemetry=telemetry,
+                         spans=Spans.start(pipeline, otlp_endpoint))  # opt-in traces
+        self.expert_series = expert_series
+        self.fallback_limit = fallback_limit
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
+        # hot-path state read by log(): plain attributes
+        self._dropped = counts.dropped
+        self._plain = set(PLAIN_TYPES)
+        self._enqueue = pipeline.enqueue
+        self._queue = pipeline.queue
+        self._qlock = pipeline.qlock
+        self._worker = pipeline.worker
+        self._closed_reason = "closed"  # or "forked": why log() drops frames once closed
+        self.endpoint = None
+        self.gpu_sampler = None
+
+        self.collector = StoreCollector(self.store, extra=pipeline.self_metrics)
+        self.registry.register(self.collector)
         from .stacks import HangWatch
         self.hang_watch = HangWatch(self)  # stacks captured once per hang (exporter/stacks.py)
-        self.pipeline.start()
+        pipeline.start()
         _LIVE.add(self)  # closed at interpreter exit: the last frames and the last OTLP push
         # served last: a scrape that arrives during start-up finds the worker in place
-        self.endpoint = None
         if port is _PORT_UNSET:
             port = _env_port()
         if serve and port is not None:
@@ -225,17 +207,13 @@ class Exporter:
         self.endpoint = ep
         return ep.url
 
-    def _retire_after_fork(self) -> None:
+    def retire_after_fork(self) -> None:
         """In a fork child: this copy has no worker, server or sampler threads, and its locks
         may be held by threads that no longer exist. Retire it without touching any of them."""
-        self.pipeline.retire_after_fork()
-        self._qlock = self.pipeline.qlock
-        _fresh_locks(self.store)
-        for helper in self._helpers.values():
-            _fresh_locks(helper)
         if not self._closed:
-            self._closed = True
             self._closed_reason = "forked"
+        super().retire_after_fork()
+        self._qlock = self.pipeline.qlock
         if self.endpoint is not None:
             self.endpoint.detach()  # the listening socket is the parent's
             self.endpoint = None
@@ -288,31 +266,16 @@ class Exporter:
         the time is up are counted as dropped{reason="close_timeout"}."""
         if self._closed:
             return
-        self._closed = True
-        deadline = time.monotonic() + timeout
         try:
-            timers = self._helpers.get("_rlx_timers")
-            if timers is not None:
-                timers.end_step()  # the window after the last log() is published too
-            if getattr(self, "gpu_sampler", None) is not None:
-                self.gpu_sampler.stop()
-            self.pipeline.close(timeout, deadline)
-            resolver = self._helpers.get("_rlx_device_resolver")
-            if resolver is not None:
-                resolver.drain(max(0.0, deadline - time.monotonic()))
-            if self.spans is not None:  # open spans end now; queued ones are pushed
-                self.spans.close(max(0.1, (deadline - time.monotonic()) / 2))
-            # the last OTLP push, then stop: both within what is left of the timeout
-            self.telemetry.close(deadline)
-        except Exception as e:
-            self.counts.error("close", e)
+            super().close(timeout)
         finally:
             if self.endpoint is not None:
                 self.endpoint.stop()
 
-    def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every frame logged so far is processed (tests, shutdown paths)."""
-        return self.pipeline.flush(timeout)
+    def _shutdown(self, timeout: float, deadline: float) -> None:
+        if self.gpu_sampler is not None:
+            self.gpu_sampler.stop()
+        super()._shutdown(timeout, deadline)
 
     def __enter__(self):
         return self
@@ -325,49 +288,13 @@ class Exporter:
     def url(self) -> str | None:
         return self.endpoint.url if self.endpoint else None
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     # ================================================================ observability
-    def stats(self) -> dict:
-        """A snapshot of the exporter's own counters (what rl_exporter_* series show):
-        frames received/processed/dropped by reason, values rejected by reason, non-finite
-        values by metric, errors by kind, unknown/ignored keys, queue length, last step."""
-        return self.pipeline.stats()
-
-    def self_metrics(self):
-        """The rl_exporter_* series as (store, metric, labels, value): what a collector
-        rendering several stores adds beside them."""
-        return self.pipeline.self_metrics()
-
+    # stats() and flush() are the served run's (core/run.py)
     def health(self) -> dict:
         p = self.pipeline
         return {"status": "ok" if p.alive else "error", "run": self.run,
                 "frames_processed": self.counts.processed, "last_step": p.last_step,
                 "queue": len(p.queue)}
-
-    # ----------------------------------------------- the small internal interface
-    # Timers, distributions and samplers reach the exporter through these, not its attributes.
-    @property
-    def frames_logged(self) -> int:
-        """log() calls accepted so far: a timer window is one of these."""
-        return self.counts.received
-
-    def helper(self, name: str, factory):
-        """The helper object `name` (timers, distributions, resolver), created by
-        factory(self) on first use, so an exporter without timers or observe() pays nothing."""
-        obj = self._helpers.get(name)
-        if obj is None:
-            with _HELPER_LOCK:
-                obj = self._helpers.get(name)
-                if obj is None:
-                    obj = self._helpers[name] = factory(self)
-                    setattr(self, name, obj)  # readable as an attribute too (tests)
-        return obj
-
-    def _error(self, kind: str, exc, message: str | None = None) -> None:
-        self.counts.error(kind, exc, message)
 
     def process_now(self, frame: dict, step, ts: float) -> None:
         """Process one frame on the caller's thread, stamped `ts` instead of now, in order
@@ -376,17 +303,15 @@ class Exporter:
         self.pipeline.process_now(frame, step, ts)
 
     # ================================================================ timers, distributions
-    # (exporter/timers.py, exporter/distributions.py; created on first use)
+    # (exporter/timers.py, exporter/distributions.py: the served run's, made on first use)
     def timer(self, phase: str, tokens: float | None = None, cuda: bool | None = None):
         """Time a phase: `with rlx.timer("gen"):` or `@rlx.timer("gen")`. Totals per
         step (one per log() call) land on rl_phase_duration_seconds{phase} and the
         rl_phase_timing_seconds histogram; `tokens` (or `.tokens = n` inside the block)
         adds rl_phase_time_per_token_seconds. CUDA events when CUDA is in use (no sync)."""
-        from .timers import timers_of
-        return timers_of(self).timer(phase, tokens=tokens, cuda=cuda)
+        return self.timers.timer(phase, tokens=tokens, cuda=cuda)
 
     def observe(self, name: str, values, labels: dict | None = None) -> None:
         """Record per-sample values (tensor, array, list) on a distribution histogram:
         `rlx.observe("response_length", lengths)`. Never raises; see distributions.py."""
-        from .distributions import distributions_of
-        distributions_of(self).observe(name, values, labels)
+        self.distributions.observe(name, values, labels)

@@ -240,7 +240,7 @@ class MFUMeter:
     def device(self) -> str | None:
         if self.gpu:
             return self.gpu
-        sampler = getattr(self.exporter, "gpu_sampler", None)
+        sampler = self.exporter.gpu_sampler if self.exporter is not None else None
         models = sorted(set(sampler.models)) if sampler is not None else []
         if len(models) == 1:
             return models[0]
@@ -315,7 +315,7 @@ class MFUMeter:
         if r is None:
             return None
         value, fpt, name, peak = r
-        store = getattr(self.exporter, "store", None)
+        store = self.exporter.store if self.exporter is not None else None
         if store is not None:
             store.set("rl_mfu_ratio", value, {"role": role, "phase": phase, "source": "exporter"})
             store.set("rl_model_flops_per_token", fpt, {"role": role, "phase": phase})
@@ -347,7 +347,7 @@ class MFUMeter:
 
     def _skip(self, reason: str, message: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
-        store = getattr(self.exporter, "store", None)
+        store = self.exporter.store if self.exporter is not None else None
         if store is not None:
             store.inc("rl_exporter_mfu_skipped_total", {"reason": reason})
         if reason not in self._logged:

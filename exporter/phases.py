@@ -12,7 +12,6 @@ import threading
 import time
 from collections import deque
 
-from .attach import attached
 from .catalog import sanitize_label_value
 
 IN_PROGRESS = "rl_phase_in_progress_start_timestamp_seconds"
@@ -32,7 +31,7 @@ class LivePhases:
     to the phase's last MEDIAN_OF durations, whose median is published beside it."""
 
     def __init__(self, exporter, clock=time.monotonic, wall=time.time):
-        self.exporter = exporter
+        self.exporter = exporter  # the served run (core/run.py `ServedRun.live_phases`)
         self._clock, self._wall = clock, wall
         self._lock = threading.Lock()
         self._open: dict[str, list] = {}       # phase -> [(monotonic start, wall start, seq), ...]
@@ -70,7 +69,7 @@ class LivePhases:
         start_sid = self._sids(phase)[0]
         if start_sid is not None:
             self.exporter.store.values[start_sid] = oldest
-        spans = getattr(self.exporter, "spans", None)
+        spans = self.exporter.spans
         if spans is not None:  # opt-in traces: a span per phase occurrence (exporter/spans.py)
             spans.opened(phase, mine)
 
@@ -91,7 +90,7 @@ class LivePhases:
             recent.append(dur)
             median = _median(recent)
             oldest = starts[0][1] if starts else math.nan
-        spans = getattr(self.exporter, "spans", None)
+        spans = self.exporter.spans
         if spans is not None:
             spans.closed(phase)
         start_sid, median_sid = self._sids(phase)
@@ -131,7 +130,3 @@ def _median(values) -> float:
     v = sorted(values)
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
-
-
-def live_phases_of(exporter) -> LivePhases:
-    return attached(exporter, "_rlx_live_phases", LivePhases)

@@ -97,6 +97,9 @@ def _start(watch) -> None:
 
 
 class HangWatch:
+    """The hang watch of one served run (core/run.py ServedRun: the hook's Exporter, or one of
+    serve's runs)."""
+
     def __init__(self, exporter, thresholds: HangThresholds = DEFAULT, start: bool = True):
         self._ex = weakref.ref(exporter)  # the watch never keeps an exporter alive
         self.run = exporter.run
@@ -115,7 +118,7 @@ class HangWatch:
 
     def tick(self) -> None:
         ex = self._ex()
-        if ex is None or getattr(ex, "closed", False) or self.stopped:
+        if ex is None or ex.closed or self.stopped:
             self.stop()
             return
         try:
@@ -129,17 +132,15 @@ class HangWatch:
         now = time.time() if now is None else now
         th = self.thresholds
         found = []
-        live = getattr(ex, "_rlx_live_phases", None)  # exists once a phase was timed/tracked
-        if live is not None:
-            for phase, open_s, median, start in live.open_phases():
-                limit = th.phase_limit(median)
-                if open_s > limit:
-                    found.append((("phase", phase, start), {
-                        "reason": "phase_hung", "phase": phase, "open_seconds": round(open_s, 3),
-                        "threshold_seconds": round(limit, 3),
-                        "recent_median_seconds": median}))
+        for phase, open_s, median, start in ex.open_phases():
+            limit = th.phase_limit(median)
+            if open_s > limit:
+                found.append((("phase", phase, start), {
+                    "reason": "phase_hung", "phase": phase, "open_seconds": round(open_s, 3),
+                    "threshold_seconds": round(limit, 3),
+                    "recent_median_seconds": median}))
         ts = ex.store.get("rl_training_step_timestamp_seconds")
-        expected = ex.goodput.expected_step_seconds() if getattr(ex, "goodput", None) else None
+        expected = ex.goodput.expected_step_seconds()
         since = ts if ts is not None and ts == ts else self.started
         limit = th.stall_limit(expected if ts is not None else None)
         # a step stamped before this watch began was replayed or restored, not lived
@@ -173,9 +174,8 @@ class HangWatch:
         rec = dict(info, captured_at=now, stacks=text)
         self.dumps += 1
         self.captured = (self.captured + [rec])[-4:]
-        spans = getattr(ex, "spans", None)
-        if spans is not None:  # the dump on the open phase's span (exporter/spans.py)
-            spans.hang(rec)
+        if ex.spans is not None:  # the dump on the open phase's span (exporter/spans.py)
+            ex.spans.hang(rec)
         log.warning("rl-exporter: run %s looks hung (%s); every thread's stack follows, also at "
                     "GET /debug/stacks\n%s", ex.run, what, text)
         path = self.spool_path(ex)
@@ -196,8 +196,8 @@ class HangWatch:
 
     def spool_path(self, ex) -> str | None:
         """Where captures are appended: `<spool>.stacks` beside the exporter's spool."""
-        spool = getattr(getattr(ex, "_worker", None), "spool", None)
-        return None if spool is None else spool.path + ".stacks"
+        path = ex.spool_path
+        return None if path is None else path + ".stacks"
 
     def last(self) -> dict | None:
         return self.captured[-1] if self.captured else None
@@ -227,7 +227,7 @@ def stacks_app(exporter, token: str | None = None):
     """WSGI app for GET /debug/stacks: the stacks now, then the last hang's capture."""
     def body() -> str:
         text = dump_stacks(f"# rl-exporter stacks on demand: run {exporter.run}, pid {os.getpid()}\n")
-        watch = getattr(exporter, "hang_watch", None)
+        watch = exporter.hang_watch
         last = watch.last() if watch is not None else None
         if last is not None:
             text += "\n\n# last hang capture\n" + last["stacks"]

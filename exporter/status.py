@@ -1,7 +1,8 @@
 """GET /status: one JSON object saying where a run is, for people, scripts and agents
-(the fields are a stable contract, docs/status.md). Built from what the exporter already
-holds: the step and its timestamp (store), the step clock's median interval (goodput),
-the open phases (phases.LivePhases), rl_config_value for the total, the goodput ledger."""
+(the fields are a stable contract, docs/status.md). Built from what a served run (core/run.py:
+the hook's Exporter, or one of serve's runs) already holds: the step and its timestamp
+(store), the step clock's median interval (goodput), the open phases (phases.LivePhases),
+rl_config_value for the total, the goodput ledger, the hang watch's last capture."""
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ def _num(v):
 
 
 def build(ex, now: float | None = None) -> dict:
+    """The status object of one served run."""
     now = time.time() if now is None else now
     store = ex.store
     step = _num(store.get("rl_training_step"))
@@ -28,20 +30,18 @@ def build(ex, now: float | None = None) -> dict:
         total = _num(store.get("rl_config_value", {"parameter": p}))
         if total is not None:
             break
-    gp = getattr(ex, "goodput", None)
-    expected = gp.expected_step_seconds() if gp is not None else None
+    gp = ex.goodput
+    expected = gp.expected_step_seconds()
     if expected is None:  # no two steps seen yet: the framework's own step time, if any
         expected = _num(store.get("rl_step_duration_seconds"))
-    watch = getattr(ex, "hang_watch", None)  # the hook's; a sidecar's pipeline has none
+    watch = ex.hang_watch  # the hook's; serve's where it takes py-spy dumps
     th = watch.thresholds if watch is not None else DEFAULT
     phases = []
-    live = getattr(ex, "_rlx_live_phases", None)
-    if live is not None:
-        for phase, open_s, median, _start in live.open_phases():
-            limit = th.phase_limit(median) if th is not None else None
-            phases.append({"phase": phase, "open_seconds": round(open_s, 3),
-                           "recent_median_seconds": median,
-                           "hung": limit is not None and open_s > limit})
+    for phase, open_s, median, _start in ex.open_phases():
+        limit = th.phase_limit(median) if th is not None else None
+        phases.append({"phase": phase, "open_seconds": round(open_s, 3),
+                       "recent_median_seconds": median,
+                       "hung": limit is not None and open_s > limit})
     since = round(now - ts, 3) if ts is not None else None
     stall_limit = th.stall_limit(expected) if th is not None and ts is not None else None
     stalled = since is not None and stall_limit is not None and since > stall_limit
@@ -67,7 +67,7 @@ def build(ex, now: float | None = None) -> dict:
         "expected_step_seconds": round(expected, 3) if expected is not None else None,
         "stall_threshold_seconds": round(stall_limit, 3) if stall_limit is not None else None,
         "open_phases": phases,
-        "goodput": gp.snapshot(now) if gp is not None else None,
+        "goodput": gp.snapshot(now),
         "eta_seconds": eta,
         "last_hang": None if last is None else {k: last[k] for k in last if k != "stacks"},
         "time": round(now, 3),
@@ -82,7 +82,7 @@ def _json_reply(start_response, body) -> list:
 
 
 def status_app(exporters):
-    """WSGI app for GET /status. `exporters` is a callable returning the exporters served:
+    """WSGI app for GET /status. `exporters` is a callable returning the served runs:
     one -> its status object; several (the sidecar) -> {"runs": [...]}, or the one named by
     ?run=NAME."""
     from urllib.parse import parse_qs

@@ -34,10 +34,8 @@ import sys
 import threading
 import time
 
-from .attach import attached, count_error
 from .catalog import sanitize_label_value
-from .device_resolver import DeviceResolver, resolver_of
-from .phases import live_phases_of
+from .device_resolver import DeviceResolver
 
 log = logging.getLogger("rl_exporter")
 
@@ -91,7 +89,7 @@ class Phase:
         try:
             stack.append(self._timers._enter(self.phase, self.cuda))
         except Exception as e:
-            count_error(self._timers.exporter, "timer", e)
+            self._timers.exporter.counts.error("timer", e)
             stack.append(None)
         return self
 
@@ -101,7 +99,7 @@ class Phase:
         try:
             self._timers._exit(self.phase, state, self.tokens)
         except Exception as e:
-            count_error(self._timers.exporter, "timer", e)
+            self._timers.exporter.counts.error("timer", e)
         return False
 
     def __call__(self, fn):
@@ -115,9 +113,12 @@ class Phase:
 
 
 class PhaseTimers:
+    """A served run's phase timers (core/run.py `ServedRun.timers`): its resolver polls the
+    device events, its live phases show what is open, its goodput takes the badput phases."""
+
     def __init__(self, exporter, event_factory=None, resolver: DeviceResolver | None = None,
                  clock=time.perf_counter):
-        self.exporter = exporter
+        self.exporter = exporter  # the served run
         self._event_factory = event_factory      # tests pass a fake event class
         self._clock = clock
         self._lock = threading.Lock()
@@ -125,9 +126,9 @@ class PhaseTimers:
         self._manual = 0
         self._local = threading.local()
         self.published = 0                        # windows published
-        self.resolver = resolver if resolver is not None else resolver_of(exporter)
+        self.resolver = resolver if resolver is not None else exporter.resolver
         self.resolver.add_ticker(self._tick)
-        self.live = live_phases_of(exporter)
+        self.live = exporter.live_phases
 
     # ------------------------------------------------------------ caller thread
     def timer(self, phase, tokens=None, cuda=None) -> Phase:
@@ -142,7 +143,7 @@ class PhaseTimers:
         self.resolver.wake()
 
     def _window_id(self) -> int:
-        return getattr(self.exporter, "frames_logged", 0) + self._manual
+        return self.exporter.frames_logged + self._manual
 
     def _enter(self, phase, cuda):
         depth = self._local.__dict__.setdefault("depth", {})
@@ -232,20 +233,5 @@ class PhaseTimers:
             n = w.tokens.get(phase)
             if n:
                 store.set(PER_TOKEN, total / n, {"phase": label})
-        goodput = getattr(ex, "goodput", None)
-        if goodput is not None:  # badput phases (checkpoint, validation, ...) of this window
-            goodput.add_phases(w.totals)
+        ex.goodput.add_phases(w.totals)  # badput phases (checkpoint, validation, ...)
         self.published += 1
-
-
-def timers_of(exporter) -> PhaseTimers:
-    return attached(exporter, "_rlx_timers", PhaseTimers)
-
-
-def end_step_if_timed(exporter) -> None:
-    """Close the open timer window of an exporter that timed a phase, without creating timers
-    for one that did not: a rank that times its own phases but leaves log() to rank 0 still
-    publishes its phase durations once per step (RLRankStraggler compares them across ranks)."""
-    timers = getattr(exporter, "_rlx_timers", None)
-    if timers is not None:
-        timers.end_step()

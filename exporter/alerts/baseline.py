@@ -66,8 +66,8 @@ def _bound(doc: dict, windows: list, i: int) -> str:
     progress = _STEP if doc["method"]["by"] == "step" else f"({_STEP} / on (run) {_TOTAL})"
     parts = []
     for a, b, *bounds in windows:
-        parts.append(f"  (0 * ({progress} >= {bl._round(a)} < {bl._round(b)}) + "
-                     f"{bl._round(bounds[i])})")
+        parts.append(f"  (0 * ({progress} >= {bl.rounded(a)} < {bl.rounded(b)}) + "
+                     f"{bl.rounded(bounds[i])})")
     return "(\n" + "\nor\n".join(parts) + f"\n)\nand on (run) {recipe_selector(doc)}"
 
 

@@ -67,16 +67,6 @@ class Catalog:
                 since, until = rel.span(v.name, rel.ranges_of_pattern(v.name, p.regex))
                 v.patterns[i] = replace(p, alias=replace(p.alias, since=since, until=until))
 
-    def release_ranges(self, framework: str) -> dict[str, str]:
-        """alias key or pattern -> the releases that emitted it ("v0.1..v0.3.0.post1, v0.5.0")."""
-        rel, v = self.releases, self.vocabularies[framework]
-        out = {}
-        for key in v.keys:
-            out[key] = rel.describe(framework, rel.ranges(framework, key))
-        for p in v.patterns:
-            out[p.regex.pattern] = rel.describe(framework, rel.ranges_of_pattern(framework, p.regex))
-        return out
-
     def metric(self, name: str) -> Metric:
         return self.metrics[name]
 

@@ -82,7 +82,7 @@ def run(args) -> int:
         cache: dict = {}
         formats: dict = {}
         seen: dict = {}   # (key, framework) -> [frames, first value]: --summary
-        for line_no, fr, fr_fmt, fr_fw in reads:
+        for line_no, fr, fr_fmt, fr_fw, _starts in reads:
             total += 1
             formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
             framework = args.framework or spool_fw or fr_fw

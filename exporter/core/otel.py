@@ -15,7 +15,7 @@ import os
 import threading
 import time
 
-from .. import __version__
+from .._version import __version__
 from ..catalog import CATALOG, COUNTER, HISTOGRAM, Catalog
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,12 @@ import socket
 import threading
 import time
 
+from .._version import __version__
 from ..catalog import CATALOG, Catalog
 from .goodput import Goodput
 from .self_metrics import Counts
 from .store import Store
-from .worker import Worker, fresh
+from .worker import Item, Worker, fresh
 
 _FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
 
@@ -24,7 +25,6 @@ _FRAME_HIST = CATALOG.metrics["rl_exporter_frame_processing_seconds"]
 def run_info(framework: str, algorithm: str | None = None, model: str | None = None,
              host: str | None = None, rank: int | None = None) -> dict:
     """The labels of rl_run_info: the run's identity, which never changes during it."""
-    from .. import __version__
     return {"framework": framework, "algorithm": algorithm or "", "model": model or "",
             "host": host or socket.gethostname(), "rank": "" if rank is None else str(rank),
             "version": __version__}
@@ -51,8 +51,8 @@ class Pipeline:
             self.store.set("rl_run_info", 1.0, info)
         self.queue: collections.deque = collections.deque()
         self.queue_size = max(1, int(queue_size))
-        self.banners = 0  # start-up banners the sources read so far (serve)
         self.qlock = threading.Lock()
+        self.spool = spool  # spool.SpoolWriter or None: the worker writes it, close() closes it
         self.worker = Worker(store=self.store, catalog=catalog, framework=framework,
                              counts=self.counts, queue=self.queue, qlock=self.qlock,
                              fallback_limit=fallback_limit, poll=poll_interval,
@@ -71,18 +71,18 @@ class Pipeline:
         self.store.histograms.record(_FRAME_HIST, seconds)
 
     # ------------------------------------------------------------ frames in
-    def log(self, frame: dict, step=None, ts: float | None = None, banners: int = 0) -> None:
+    def log(self, frame: dict, step=None, ts: float | None = None, starts: int = 0) -> None:
         """A frame from a reader of logs (the sidecar): counted as received, then queued.
-        `banners`: start-up banners read since the previous frame (one after training begins
-        a new segment). The hook's log() does the same with its own caller-thread checks first."""
+        `starts`: start-up banners its reader read just before it (logs/read.py `Read.starts`;
+        one after training frames begins a new segment). The hook's log() does the same with
+        its own caller-thread checks first."""
         self.counts.received += 1
-        self.banners += banners
-        self.enqueue(dict(frame), step, time.time() if ts is None else ts, self.banners)
+        self.enqueue(dict(frame), step, time.time() if ts is None else ts, starts)
 
     def enqueue(self, frame: dict, step, ts: float, starts: int = 0) -> None:
         """Queue a frame the caller owns (already copied and counted as received); the
         oldest frame goes, counted, when the queue is full."""
-        item = (frame, step, ts) if not starts else (frame, step, ts, False, starts)
+        item = Item(frame, step, ts, False, starts)
         with self.qlock:
             if len(self.queue) >= self.queue_size:
                 self.queue.popleft()
@@ -93,14 +93,13 @@ class Pipeline:
         """Re-apply a frame exported before a restart: values, step and the step's timestamp
         are back at once; not counted as processed, not spooled again."""
         with self.qlock:
-            self.queue.append((dict(frame), step, float(ts), True))
+            self.queue.append(Item(dict(frame), step, float(ts), True))
 
     def process_now(self, frame: dict, step, ts: float) -> None:
         """Process one frame on the caller's thread, stamped `ts`, in order with nothing
         queued (replays of recorded frames)."""
         self.counts.received += 1
-        self.worker.process(frame, step, ts)
-        self.worker.last_frame_ts = ts
+        self.worker.replay(frame, step, ts)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every frame queued so far is processed."""
@@ -117,14 +116,10 @@ class Pipeline:
         could not process as dropped{close_timeout}, close the spool."""
         if deadline is None:
             deadline = time.monotonic() + timeout
-        w = self.worker
         # The worker (and device copies) stop a grace before the deadline: in the grace it
         # counts the rest of its batch, so the count below is complete and close() still ends
         # within `timeout`.
-        w.coerce.deadline = deadline - min(0.5, timeout / 10)
-        w.stop.set()
-        if w.thread.ident is not None:
-            w.thread.join(max(0.0, deadline - time.monotonic()))
+        stopped = self.worker.stop(deadline, grace=min(0.5, timeout / 10))
         # Frames still queued are counted. close() may run from a signal handler that
         # interrupted log() while it held the queue lock: then the lock is never free here,
         # and the frames are counted from a lock-free copy of the queue instead.
@@ -139,14 +134,14 @@ class Pipeline:
         if left:
             self.counts.drop("close_timeout", left)
         lost = self.counts.dropped.get("close_timeout", 0)
-        busy = w.thread.is_alive()
+        busy = not stopped
         if lost or busy:
             self.counts.error("close", None, f"close(): {lost} frame(s) not processed within "
                               f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}"
                               + ("; the worker is still on a frame and counts the rest of its "
                                  "batch when it stops" if busy else ""))
-        if w.spool is not None:
-            w.spool.close()
+        if self.spool is not None:
+            self.spool.close()
 
     def retire_after_fork(self) -> None:
         """In a fork child: the worker thread is the parent's, and the queue lock may have been
@@ -157,7 +152,7 @@ class Pipeline:
     # ------------------------------------------------------------ reads
     @property
     def alive(self) -> bool:
-        return self.worker.thread.is_alive()
+        return self.worker.alive
 
     @property
     def last_step(self):

@@ -9,7 +9,6 @@ Counts; /metrics, OTLP and stats() read it.
 from __future__ import annotations
 
 import logging
-import math
 from collections import Counter
 
 log = logging.getLogger("rl_exporter")
@@ -94,7 +93,3 @@ class Counts:
             yield s, "rl_exporter_stack_dumps_failed_total", {"reason": reason}, n
         yield s, "rl_exporter_queue_frames", {}, queue_len
         yield s, "rl_exporter_last_frame_timestamp_seconds", {}, last_frame_ts
-
-
-def is_finite(v: float) -> bool:
-    return not (v != v or v in (math.inf, -math.inf))

@@ -11,6 +11,7 @@ import collections
 import logging
 import threading
 import time
+from typing import NamedTuple
 
 from ..catalog import COUNTER, STATE
 from ..catalog.model import WMEAN
@@ -87,19 +88,28 @@ class _Drop(_Slot):
 
 
 _STEP = _Step()
-
-
-def fresh(item) -> bool:
-    """A queued frame that was not exported before a restart (restore() queues those)."""
-    return len(item) == 3 or not item[3]
-
-
-def _is_zero(w) -> bool:
-    return (w.__class__ is int or w.__class__ is float) and w == 0
 _IGNORED = _Drop("ignored")
 _FALLBACK_CAP = _Drop("fallback_cap")
 _KEY_BUDGET = _Drop("key_budget")
 _UNREADABLE = _Drop("unreadable")
+
+
+class Item(NamedTuple):
+    """One queued frame (Pipeline.enqueue and restore build them, the worker takes them)."""
+    frame: dict
+    step: object              # the step given with it; None: the frame's own, or a count
+    ts: float                 # when it was logged (a restored frame: its step's own time)
+    restored: bool = False    # exported before a restart: values back, not counted again
+    starts: int = 0           # start-up banners read just before it (serve): a segment seam
+
+
+def fresh(item: Item) -> bool:
+    """A queued frame that was not exported before a restart (restore() queues those)."""
+    return not item.restored
+
+
+def _is_zero(w) -> bool:
+    return (w.__class__ is int or w.__class__ is float) and w == 0
 
 
 class Worker:
@@ -130,14 +140,30 @@ class Worker:
         self.last_step: float | None = None
         self.last_frame_ts = float("nan")
         self.busy = False
+        self.starts = 0      # start-up banners read before the frames processed so far
         self.goodput = None  # exporter/goodput.Goodput, fed after each frame
         self._budget = float(NEW_KEY_BURST)
         self._budget_t = time.monotonic()
-        self.stop = threading.Event()
+        self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="rl-exporter-worker", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
+
+    def stop(self, deadline: float, grace: float = 0.0) -> bool:
+        """Stop by `deadline` (time.monotonic()): frames (and their device copies) are processed
+        until `grace` before it; then the rest of the batch is counted as
+        dropped{close_timeout}, so the count is complete when stop() returns. True when the
+        thread ended; False when it is still on a frame (it counts the rest when it stops)."""
+        self.coerce.deadline = deadline - grace
+        self._stop.set()
+        if self.thread.ident is not None:
+            self.thread.join(max(0.0, deadline - time.monotonic()))
+        return not self.thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
 
     # ------------------------------------------------------------ loop
     def _loop(self) -> None:
@@ -148,7 +174,7 @@ class Worker:
                 self.queue.clear()
                 self.busy = bool(batch)
             if batch:
-                for i, item in enumerate(batch):  # (frame, step, ts[, restored, starts])
+                for i, item in enumerate(batch):  # Item(frame, step, ts, restored, starts)
                     end = self.coerce.deadline  # set by close()
                     if end is not None and time.monotonic() > end:
                         counts.drop("close_timeout", sum(fresh(x) for x in batch[i:]))
@@ -168,7 +194,7 @@ class Worker:
                 self.busy = False
                 continue
             self.busy = False
-            if self.stop.wait(self.poll):
+            if self._stop.wait(self.poll):
                 with self.qlock:
                     if self.queue:
                         continue  # drain what arrived before close()
@@ -176,7 +202,10 @@ class Worker:
 
     def process(self, frame: dict, step, ts: float, restored: bool = False,
                 starts: int = 0) -> None:
-        """`starts`: start-up banners its reader had seen when this frame was read (serve)."""
+        """One frame (an Item's fields). `starts`: start-up banners its reader read just
+        before it (serve); one after training frames begins a new segment."""
+        if starts:
+            self.starts += starts
         if self.weights:
             zero = [keys for wk, keys in self.weights.items() if _is_zero(frame.get(wk))]
             if zero:
@@ -231,7 +260,7 @@ class Worker:
             self.counts.rejected["key_budget"] += over
         if step is None:
             step = frame_step
-        self._advance(step, ts, frame, starts)
+        self._advance(step, ts, frame)
         gp = self.goodput
         if restored:  # exported and counted before a restart: values back, counts unchanged
             if gp is not None:
@@ -247,7 +276,13 @@ class Worker:
             except Exception as e:  # goodput is ours: counted, the frame stands
                 self.counts.error("goodput", e)
 
-    def _advance(self, step, ts: float, frame=None, starts: int = 0) -> None:
+    def replay(self, frame: dict, step, ts: float) -> None:
+        """Process a recorded frame now, on the caller's thread, stamped `ts` (which is also
+        its last-frame time): in order with nothing queued."""
+        self.process(frame, step, ts)
+        self.last_frame_ts = ts
+
+    def _advance(self, step, ts: float, frame=None) -> None:
         bad = False
         if step is not None:
             raw = step
@@ -258,7 +293,7 @@ class Worker:
                                    "frame is exported, the step counter is left as it was")
                 step, bad = None, True
         seg = self.segmenter
-        if seg is not None and frame is not None and seg.see(step, starts, kind(frame)):
+        if seg is not None and frame is not None and seg.see(step, self.starts, kind(frame)):
             self.store.set(SEGMENT_START, ts)
             log.info("rl-exporter: run %s: a new segment begins (%s)", self.store.run,
                      seg.current.why)

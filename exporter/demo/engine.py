@@ -42,12 +42,14 @@ class SimulatedEngine:
         self.max_running = max_running
         self.registry = CollectorRegistry(auto_describe=False)
         self.m = {}
+        self.labelnames = {}  # metric -> its label names, as declared
         for d in (VLLM if engine == "vllm" else SGLANG):
             kw = {"name": d.name, "documentation": d.help, "labelnames": d.labels,
                   "registry": self.registry}
             if d.kind == "histogram":
                 kw["buckets"] = d.buckets
             self.m[d.name] = _KINDS[d.kind](**kw)
+            self.labelnames[d.name] = tuple(d.labels)
         self.ticks = 0
         if engine == "vllm":  # vLLM creates every child at start (make_per_engine, one per reason)
             for d in VLLM:
@@ -62,7 +64,7 @@ class SimulatedEngine:
         metric = self.m[name]
         if self.engine == "vllm":
             base = {"model_name": MODEL, "engine": "0"}
-        elif "engine_type" in metric._labelnames:
+        elif "engine_type" in self.labelnames[name]:
             base = {"model_name": MODEL, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0",
                     "moe_ep_rank": "0"}
         else:

@@ -121,13 +121,27 @@ class Listener:
             except (OSError, ValueError):  # a socket closed under us: look again
                 continue
             for key, _ in ready:
-                try:
-                    key.data._handle_request_noblock()  # accept, then a thread serves it
-                except (OSError, ValueError):
-                    pass
+                _accept(key.data)  # accept, then a thread serves it
 
     def close(self) -> None:
         self._stop = True
+
+
+def _accept(server) -> None:
+    """Accept one connection and hand it to the server's thread, with socketserver's public
+    steps (get_request, verify_request, process_request)."""
+    try:
+        request, addr = server.get_request()
+    except (OSError, ValueError):
+        return
+    if not server.verify_request(request, addr):
+        server.shutdown_request(request)
+        return
+    try:
+        server.process_request(request, addr)
+    except Exception:
+        server.handle_error(request, addr)
+        server.shutdown_request(request)
 
 
 _LISTENER: Listener | None = None

@@ -7,8 +7,6 @@ import contextlib
 import functools
 import sys
 
-from ..attach import count_error
-from ..phases import live_phases_of
 
 def track_phase_timer(exporter, owner, attr: str = "marked_timer") -> bool:
     """Wrap a framework's own phase timer, `owner.attr(name, ...)` used as `with attr(...)`
@@ -47,22 +45,22 @@ def _track(exporter, owner, attr, fixed_phase) -> bool:
         name = fixed_phase
         if name is None:
             name = args[0] if args else kwargs.get("name", kwargs.get("key"))
-        if name is None or getattr(ex, "_closed", False):
+        if name is None or ex.closed:
             return ex, None
         try:
             phase = str(name)
-            live_phases_of(ex).open(phase)
+            ex.live_phases.open(phase)
             return ex, phase
         except Exception as e:
-            count_error(ex, "timer", e)
+            ex.counts.error("timer", e)
             return ex, None
 
     def closed(ex, phase):
         if phase is not None:
             try:
-                live_phases_of(ex).close(phase)
+                ex.live_phases.close(phase)
             except Exception as e:
-                count_error(ex, "timer", e)
+                ex.counts.error("timer", e)
 
     if fixed_phase is None:
         @functools.wraps(orig)
@@ -97,7 +95,7 @@ def track_loaded_phase_timers(exporter, prefixes=("verl.",), attr: str = "marked
             try:
                 n += track_phase_timer(exporter, module, attr)
             except Exception as e:
-                count_error(exporter, "timer", e)
+                exporter.counts.error("timer", e)
     return n
 
 
@@ -120,9 +118,9 @@ def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end")
         try:
             phase = phase_of(args, kwargs)
             if phase is not None:
-                live_phases_of(holder[0]).open(phase)
+                holder[0].live_phases.open(phase)
         except Exception as e:
-            count_error(holder[0], "timer", e)
+            holder[0].counts.error("timer", e)
         return result
 
     @functools.wraps(orig_end)
@@ -133,9 +131,9 @@ def track_start_end_timer(exporter, cls, start: str = "start", end: str = "end")
             try:
                 phase = phase_of(args, kwargs)
                 if phase is not None:
-                    live_phases_of(holder[0]).close(phase)
+                    holder[0].live_phases.close(phase)
             except Exception as e:
-                count_error(holder[0], "timer", e)
+                holder[0].counts.error("timer", e)
 
     started._rlx_exporter = holder
     setattr(cls, start, started)

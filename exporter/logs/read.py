@@ -18,7 +18,9 @@ A document format (`trainer_state.json`) is read whole: `Reader.document(text)`;
 
 `starts` counts start-up banners seen (the HF Trainer's `***** Running training *****`,
 a veRL config dump, a Megatron argument table): a second one after frames is a restart
-inside the same file.
+inside the same file. Each Read carries the banners read since the reader's previous frame
+(`Read.starts`), so the seam travels with the frame it belongs to (serve's pipelines count
+them per run, exporter/core/worker.py).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ class Read(NamedTuple):
     frame: Frame
     format: str
     framework: str
+    starts: int = 0     # start-up banners read since the previous frame (up to this one's line)
 
 
 def open_format(fmt: str, path: str | None = None, head: str | None = None) -> str:
@@ -68,6 +71,7 @@ class Reader:
         self.lines = 0        # lines seen (fed or skipped)
         self._open = 0        # line where the record still being assembled opened
         self.starts = 0       # start-up banners seen
+        self._told = 0        # of them, those already carried by a Read
         self._pending = False  # a record (or a CRI partial line) is open after the last line
         self._where = where
 
@@ -130,11 +134,12 @@ class Reader:
         p = self.parser
         fmts = getattr(p, "formats", None)
         if p.format == "auto" and fmts is not None and len(fmts) == len(frames):
-            out = [Read(line, f, fm, fw) for f, fm, fw in zip(frames, fmts, p.frameworks)]
+            rows = list(zip(frames, fmts, p.frameworks))
         else:
-            out = [Read(line, f, p.format, p.framework) for f in frames]
-        self.starts += sum(1 for r in out if r.format in STARTUP_FORMATS)
-        return out
+            rows = [(f, p.format, p.framework) for f in frames]
+        self.starts += sum(1 for _, fm, _ in rows if fm in STARTUP_FORMATS)
+        new, self._told = self.starts - self._told, self.starts
+        return [Read(line, f, fm, fw, new if i == 0 else 0) for i, (f, fm, fw) in enumerate(rows)]
 
 
 def read_text(text: str, fmt: str = "auto", path: str | None = None) -> tuple[Reader, list[Read]]:

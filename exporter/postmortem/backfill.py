@@ -272,9 +272,7 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         for f in pending:
             f.cancel()
         pool.shutdown(wait=True)
-        if blocks._fh is not None:  # an error mid-block: no half block in out_dir
-            blocks.on_close = None
-            blocks.close()
+        blocks.abandon()  # an error mid-block: no half block in out_dir
         if replay is not None:
             seg_of_replay.goodput = dict(replay.pipeline.goodput.totals)
             replay.close()

@@ -155,7 +155,7 @@ def quantile(xs: list[float], q: float) -> float:
     return xs[i] + (xs[j] - xs[i]) * (pos - i)
 
 
-def _progress(run: RunSeries, by: str):
+def progress(run: RunSeries, by: str):
     """step -> progress coordinate (the step itself, or the fraction of the run's steps)."""
     if by == "step":
         return lambda s: float(s)
@@ -206,7 +206,7 @@ def learn(runs: list[RunSeries], *, by: str = "step", windows: int = 10,
             continue
         per_run = []  # per run: per window sorted finite values
         for r in runs:
-            pos = _progress(r, by)
+            pos = progress(r, by)
             ws: list[list[float]] = [[] for _ in range(len(edges) - 1)]
             for s, v in r.values[key].items():
                 w = window_of(edges, pos(s))
@@ -235,8 +235,8 @@ def learn(runs: list[RunSeries], *, by: str = "step", windows: int = 10,
                     example = example or (w, ranges)
             lo, hi = quantile(pooled, qlo), quantile(pooled, qhi)
             pad = margin * (hi - lo) + floor * scale
-            out_windows.append([_round(edges[w]), _round(edges[w + 1]), _round(lo - pad),
-                                _round(hi + pad)])
+            out_windows.append([rounded(edges[w]), rounded(edges[w + 1]), rounded(lo - pad),
+                                rounded(hi + pad)])
         if judged and disjoint > disagree_share * judged:
             w, ranges = example
             spans = "; ".join(f"{n} {a:.4g}..{b:.4g}" for n, a, b in ranges)
@@ -258,7 +258,7 @@ def learn(runs: list[RunSeries], *, by: str = "step", windows: int = 10,
     config = {}
     for p in params:
         vals = sorted({r.config.get(p) for r in runs if p in r.config})
-        config[p] = _round(vals[0]) if len(vals) == 1 else [_round(v) for v in vals]
+        config[p] = rounded(vals[0]) if len(vals) == 1 else [rounded(v) for v in vals]
     if config:
         ident["config"] = config
     return {
@@ -284,7 +284,8 @@ def _where(edges, w, by) -> str:
     return f"steps {int(edges[w])}-{int(edges[w + 1]) - 1}"
 
 
-def _round(x):
+def rounded(x):
+    """A band edge or config value as the baseline file writes it (6 significant digits)."""
     if isinstance(x, float) and math.isfinite(x) and x != 0:
         return float(f"{x:.6g}")
     return x

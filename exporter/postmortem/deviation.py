@@ -19,7 +19,7 @@ def deviations(doc: dict, run: bl.RunSeries, persist: int = PERSIST_STEPS,
     """Findings {"alert": "RLOutsideBaseline", severity, metric, labels, step, band, value,
     steps_outside, summary, next}, ordered by first step. `metrics`: only these names."""
     by = doc["method"]["by"]
-    pos = bl._progress(run, by) if run.steps else None
+    pos = bl.progress(run, by) if run.steps else None
     out = []
     for key in doc["bands"]:
         name, labels = bl.parse_key(key)
@@ -102,7 +102,7 @@ def identity_mismatch(doc: dict, run: bl.RunSeries) -> list[dict]:
             continue
         allowed = want if isinstance(want, list) else [want]
         if not any(_same(got, w) for w in allowed):
-            out.append({"field": field_, "recipe": want, "run": bl._round(got),
+            out.append({"field": field_, "recipe": want, "run": bl.rounded(got),
                         "blocking": field_ in BLOCKING})
     return out
 

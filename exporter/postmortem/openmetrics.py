@@ -62,6 +62,13 @@ class BlockFiles:
         self._block = block
         self.paths.append(path)
 
+    def abandon(self) -> None:
+        """Close the block still being written without handing it to on_close (an error
+        mid-block: no half block reaches the TSDB). Nothing to do once every block closed."""
+        if self._fh is not None:
+            self.on_close = None
+            self.close()
+
     def close(self) -> None:
         if self._fh is not None:
             self._fh.write("# EOF\n")

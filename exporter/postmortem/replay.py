@@ -16,7 +16,7 @@ from .openmetrics import series_text, value_text
 class Replay:
     def __init__(self, run: str, framework: str, *, algorithm: str | None = None,
                  model: str | None = None):
-        # what Sidecar.pipeline_for builds; frames are processed on this thread. Backfill
+        # the pipeline Sidecar.run_for builds; frames are processed on this thread. Backfill
         # cuts the log into segments itself (one run label each), so no replay sees a seam.
         self.pipeline = Pipeline(run, framework=framework, queue_size=4096,
                                  info=run_info(framework, algorithm, model), segments=False)

@@ -108,14 +108,14 @@ class IngestApp:
         except ValueError as e:
             src.rejected["invalid_frame"] += 1
             return _reply(start_response, "400 Bad Request", {"error": str(e)})
-        p = self.sidecar.pipeline_for(src.spec.run, src.framework, src)
-        if p is None:
+        served = self.sidecar.run_for(src.spec.run, src.framework, src)
+        if served is None:
             src.rejected["run_conflict"] += 1
             return _reply(start_response, "409 Conflict",
                           {"error": "run already exported with another framework"})
         for fr in frames:
-            p.log(fr.data, step=fr.step)
-            self.sidecar.backpressure(p)
+            served.pipeline.log(fr.data, step=fr.step)
+            self.sidecar.backpressure(served)
         src.frames += len(frames)
         import time
         src.last_frame_ts = time.time()

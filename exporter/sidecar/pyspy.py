@@ -157,12 +157,12 @@ def finished(store) -> bool:
 
 
 class SidecarWatch(HangWatch):
-    """The hook's hang watch over one of serve's pipelines, taking the dump with py-spy.
-    A log shows a phase only once it ends, so only the stall condition applies here."""
+    """The hook's hang watch over one of serve's runs (core/run.py ServedRun), taking the dump
+    with py-spy. A log shows a phase only once it ends, so only the stall condition applies."""
 
-    def __init__(self, pipeline, spy: PySpy, paths, spool_path: str | None, thresholds=None):
+    def __init__(self, run, spy: PySpy, paths, spool_path: str | None, thresholds=None):
         kw = {} if thresholds is None else {"thresholds": thresholds}
-        super().__init__(pipeline, **kw)
+        super().__init__(run, **kw)
         self.spy = spy
         self._paths = paths          # () -> the run's log files (to find the trainer's pid)
         self._spool_path = spool_path
@@ -181,8 +181,8 @@ def stacks_app(sidecar, token: str | None = None):
     a request never makes the sidecar ptrace the trainer)."""
     def body() -> str:
         parts = []
-        for (run, _fw), p in sorted(sidecar.pipelines.items()):
-            watch = getattr(p, "hang_watch", None)
+        for (run, _fw), served in sorted(sidecar.runs.items()):
+            watch = served.hang_watch
             last = watch.last() if watch is not None else None
             if last is not None:
                 parts.append(f"# last hang capture of run {run}\n" + last["stacks"])

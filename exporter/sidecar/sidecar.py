@@ -1,8 +1,9 @@
 """The sidecar: follow sources, parse them, feed the frames into pipelines.
 
-One Pipeline (exporter/core/pipeline.py: queue, worker, store) per (run, framework), the
-same pipeline the hook runs, so the canonical series are identical; their stores are
-rendered by one StoreCollector on the sidecar's registry (so every family is emitted once),
+One served run (exporter/core/run.py: a Pipeline, the queue, worker and store the hook runs,
+with its OTLP mirror and hang watch) per (run, framework), so the canonical series are
+identical; their stores are rendered by one StoreCollector on the sidecar's registry (so every
+family is emitted once),
 next to a SourceCollector for the per-source self-metrics (the
 rl_exporter_source_lines_total family and its siblings, labelled run and source).
 
@@ -30,6 +31,7 @@ from ..core.store import Store
 from ..core.endpoint import Endpoint
 from ..core.otel import Telemetry
 from ..core.pipeline import Pipeline, env_rank, run_info
+from ..core.run import ServedRun
 from .. import spool
 from .follow import StateFile
 from .source import Source, SourceSpec
@@ -41,16 +43,6 @@ _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
 _PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
 _PROGRESS_EVERY = 5.0         # seconds between progress lines
 _SAY_AGAIN_S = 600.0          # a recurring error is said again at most this often
-
-
-class _GPUTarget:
-    """What the GPU sampler needs from its owner: a store, a rank, error reporting."""
-
-    def __init__(self, store):
-        self.store, self.rank = store, None
-
-    def _error(self, kind, exc, message=None):
-        log.error("rl-exporter serve: %s", message or f"{kind}: {exc!r}")
 
 
 class Sidecar:
@@ -84,7 +76,7 @@ class Sidecar:
                 self.spool_out = spool.SpoolFile(spool_out)
             except OSError as e:
                 self.spool_out = None
-                self._error("spool_write", f"cannot open the spool {spool_out} ({e}): not "
+                self.log_error("spool_write", f"cannot open the spool {spool_out} ({e}): not "
                             "spooling; frames are exported regardless")
         if lost:
             for s in self.sources:
@@ -95,19 +87,18 @@ class Sidecar:
                       if spool_out else "starting every source from scratch, so frames "
                       "exported before the restart are read and exported again")
         self._spool_lock = threading.Lock()
-        self.pipelines: dict[tuple, Pipeline] = {}
+        self.runs: dict[tuple, ServedRun] = {}  # (run, framework) -> its served run
         self._run_frameworks: dict[str, str] = {}
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
-        self.collector = StoreCollector(extra=self._pipeline_self_metrics)
+        self.collector = StoreCollector(extra=self._runs_self_metrics)
         self.registry.register(self.collector)
         self.registry.register(SourceCollector(self))
         # GPUs are sampled once per sidecar from start-up, not once per source exporter.
-        self.rank = None
         self.gpu_store = Store(run)
         self.collector.add_store(self.gpu_store)
-        from ..gpu import start_sampler
-        self.gpu_sampler = start_sampler(_GPUTarget(self.gpu_store), gpu, gpu_interval)
+        from ..gpu import start_store_sampler
+        self.gpu_sampler = start_store_sampler(self.gpu_store, gpu, gpu_interval)
         self.ingest_source = None
         self._checkpoint_due = 0.0
         self._stop = threading.Event()
@@ -136,7 +127,7 @@ class Sidecar:
                                                              max_bytes=ingest.get("max_bytes",
                                                                                   1 << 20)))
             from ..status import status_app
-            self.endpoint.add_route("/status", status_app(lambda: list(self.pipelines.values())))
+            self.endpoint.add_route("/status", status_app(lambda: list(self.runs.values())))
             from .pyspy import stacks_app
             self.endpoint.add_route("/debug/stacks", stacks_app(self))
             self.endpoint.start()
@@ -152,18 +143,19 @@ class Sidecar:
     def url(self):
         return self.endpoint.url if self.endpoint else None
 
-    # ------------------------------------------------------------ pipelines
-    def pipeline_for(self, run: str, framework: str, source):
-        """The pipeline of (run, framework), made on first use: the same queue, worker and
-        store as the hook's, so a log's series are the ones the hook would export."""
+    # ------------------------------------------------------------ served runs
+    def run_for(self, run: str, framework: str, source) -> ServedRun | None:
+        """The served run of (run, framework), made on first use: the same pipeline (queue,
+        worker, store) as the hook's, so a log's series are the ones the hook would export.
+        None when the run is already exported with another framework (said once a source)."""
         key = (run, framework)
-        p = self.pipelines.get(key)
-        if p is not None:
-            return p
+        served = self.runs.get(key)
+        if served is not None:
+            return served
         with self._lock:
-            p = self.pipelines.get(key)
-            if p is not None:
-                return p
+            served = self.runs.get(key)
+            if served is not None:
+                return served
             other = self._run_frameworks.get(run)
             if other is not None and other != framework:
                 log.error("source %s: run %r is already exported with framework %s; frames of "
@@ -175,39 +167,43 @@ class Sidecar:
                          info=run_info(framework, kw.get("algorithm"), kw.get("model"),
                                        rank=env_rank()))
             p.start()
+            telemetry = None
             if kw.get("otlp_endpoint"):
-                p.telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": run},
-                                        otlp_endpoint=kw["otlp_endpoint"], on_error=p.counts.error)
-                p.telemetry.mirror(p.store, p.self_metrics)
+                telemetry = Telemetry({"service.name": "rl-exporter", "rl.run": run},
+                                      otlp_endpoint=kw["otlp_endpoint"], on_error=p.counts.error)
+                telemetry.mirror(p.store, p.self_metrics)
+            served = ServedRun(p, telemetry=telemetry)
             if self.spy is not None:
-                self._watch(p, run)
+                self._watch(served)
             self.collector.add_store(p.store)
             self._run_frameworks[run] = framework
-            self.pipelines[key] = p
-            return p
+            self.runs[key] = served
+            return served
 
-    def _watch(self, p, run: str) -> None:
+    def _watch(self, served: ServedRun) -> None:
         """The hang watch of one run: a py-spy dump of its trainer once per stall, appended
         to `<spool-out>.stacks`; also what /status shows as last_hang."""
         from .pyspy import SidecarWatch
+
+        run = served.run
 
         def paths():
             # list(): the poll thread may add a track meanwhile
             return [path for s in list(self.sources) if s.spec.run == run
                     for path in list(s.tracks)]
         out = self.spool_out.path + ".stacks" if self.spool_out is not None else None
-        p.hang_watch = SidecarWatch(p, self.spy, paths, out,
-                                    thresholds=self.stack_dumps.get("thresholds"))
+        served.hang_watch = SidecarWatch(served, self.spy, paths, out,
+                                         thresholds=self.stack_dumps.get("thresholds"))
 
-    def backpressure(self, p) -> None:
-        self._pending_bp[id(p)] += 1
-        if self._pending_bp[id(p)] >= _BACKPRESSURE_EVERY:
-            self._pending_bp[id(p)] = 0
-            p.flush(timeout=30.0)  # never let the bounded queue drop a backlog's frames
+    def backpressure(self, served: ServedRun) -> None:
+        self._pending_bp[id(served)] += 1
+        if self._pending_bp[id(served)] >= _BACKPRESSURE_EVERY:
+            self._pending_bp[id(served)] = 0
+            served.flush(timeout=30.0)  # never let the bounded queue drop a backlog's frames
 
-    def _pipeline_self_metrics(self):
-        for p in list(self.pipelines.values()):
-            yield from p.self_metrics()
+    def _runs_self_metrics(self):
+        for served in list(self.runs.values()):
+            yield from served.pipeline.self_metrics()
 
     def write_spool(self, source, frame, extra: dict) -> None:
         """Append one frame to --spool-out; a line that cannot be written (full disk) is
@@ -222,11 +218,11 @@ class Sidecar:
                 err = self.spool_out.append(line)
         if err is not None:
             source.errors["spool_write"] += 1
-            self._error("spool_write", f"writing the spool {self.spool_out.path} failed ({err}); "
+            self.log_error("spool_write", f"writing the spool {self.spool_out.path} failed ({err}); "
                         "frames are still exported, each unwritten line is counted in "
                         "rl_exporter_source_errors_total{kind=\"spool_write\"}")
 
-    def _error(self, kind: str, message: str) -> None:
+    def log_error(self, kind: str, message: str) -> None:
         """Say an error of this kind once, then at most every _SAY_AGAIN_S with how many
         more there were (the counter has them all)."""
         now = time.monotonic()
@@ -302,7 +298,7 @@ class Sidecar:
             if err is not None:
                 for s in self.sources:
                     s.errors["spool_sync"] += 1
-                self._error("spool_sync", f"cannot sync the spool {self.spool_out.path} ({err}); "
+                self.log_error("spool_sync", f"cannot sync the spool {self.spool_out.path} ({err}); "
                             "counted in rl_exporter_source_errors_total{kind=\"spool_sync\"}")
         if self.state is None:
             return
@@ -311,7 +307,7 @@ class Sidecar:
         except (OSError, ValueError) as e:
             for s in self.sources:
                 s.errors["state_write"] += 1
-            self._error("state_write", f"cannot write the state file {self.state.path} ({e}): a "
+            self.log_error("state_write", f"cannot write the state file {self.state.path} ({e}): a "
                         "restart will re-read from the last saved point; counted in "
                         "rl_exporter_source_errors_total{kind=\"state_write\"}")
 
@@ -339,16 +335,12 @@ class Sidecar:
         self._stop.set()
         if self.gpu_sampler is not None:
             self.gpu_sampler.stop()
-        for p in self.pipelines.values():
-            p.flush()
+        for served in self.runs.values():
+            served.flush()
         self.checkpoint()
         deadline = time.monotonic() + 5.0
-        for p in self.pipelines.values():
-            if getattr(p, "hang_watch", None) is not None:
-                p.hang_watch.stop()
-            p.close(deadline=deadline)
-            if getattr(p, "telemetry", None) is not None:
-                p.telemetry.close(deadline)
+        for served in self.runs.values():  # its hang watch, pipeline and OTLP mirror
+            served.close(deadline=deadline)
         for s in self.sources:
             for t in s.tracks.values():
                 t.follower.close()
@@ -361,5 +353,5 @@ class Sidecar:
         sources = [s.health() for s in self.all_sources()]
         http = dict(self.endpoint.stats) if self.endpoint is not None else {}
         return {"status": "ok", "run": self.run, "sources": sources, "http": http,
-                "pipelines": [{"run": r, "framework": fw, "frames_processed": p.counts.processed}
-                              for (r, fw), p in self.pipelines.items()]}
+                "pipelines": [{"run": r, "framework": fw, "frames_processed": s.counts.processed}
+                              for (r, fw), s in self.runs.items()]}

@@ -11,8 +11,9 @@ import time
 from collections import Counter
 
 from .. import spool
-from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line, make_parser
+from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line
 from ..logs.base import clean
+from ..logs.read import Reader
 from .track import DocTrack, FileTrack
 
 log = logging.getLogger("rl_exporter.sidecar")
@@ -52,9 +53,10 @@ class Source:
         self.saved = saved or {}
         self.tracks: dict[str, FileTrack] = {}
         self.docs: dict[str, DocTrack] = {}
-        self.doc_parser = None
+        self.doc_reader = self.doc_parser = None
         if spec.format in DOCUMENT_FORMATS:
-            self.doc_parser = make_parser(spec.format)
+            self.doc_reader = Reader(spec.format)
+            self.doc_parser = self.doc_reader.parser
             self.doc_parser.restore(self.saved.get("doc", {}))
         self.is_glob = bool(_GLOB_CHARS & set(spec.pattern))
         self.lines = 0
@@ -113,7 +115,7 @@ class Source:
             if f.fd is None:  # never opened: whatever it held was not read
                 if f.state == "waiting" and not f.bytes_read:
                     self.errors["file_unreadable"] += 1
-                    self.sidecar._error("file_unreadable",
+                    self.sidecar.log_error("file_unreadable",
                                         f"source {self.spec.name}: {p} was gone before it could "
                                         "be read; counted in rl_exporter_source_errors_total"
                                         "{kind=\"file_unreadable\"}")
@@ -191,32 +193,30 @@ class Source:
                     "rl_exporter_source_errors_total{kind=\"no_frames\"}; logged once)",
                     self.spec.name, self.lines, self.spec.format, hint)
 
-    def _apply(self, t, frames, offset) -> None:
-        if not frames:
+    def _apply(self, t, reads, offset) -> None:
+        """Hand the frames read (logs/read.py `Read`s) to the run's pipeline, each with the
+        start-up banners read before it (one after training is a restart)."""
+        if not reads:
             return
         parser = t.parser if isinstance(t, FileTrack) else self.doc_parser
-        p = self.sidecar.pipeline_for(self.spec.run, parser.framework, self)
-        if p is None:
-            self.rejected["run_conflict"] += len(frames)
+        served = self.sidecar.run_for(self.spec.run, parser.framework, self)
+        if served is None:
+            self.rejected["run_conflict"] += len(reads)
             return
         sc = self.sidecar
-        # start-up banners read with these lines (logs/read.py): one after training is a restart
-        banners = 0
-        if isinstance(t, FileTrack) and t.reader is not None:
-            banners, t.banners = t.reader.starts - t.banners, t.reader.starts
-        for fr in frames:
+        for r in reads:
+            fr = r.frame
             if sc.spool_out is not None:
                 extra = {"ts": time.time(), "run": self.spec.run, "framework": parser.framework}
                 if isinstance(t, FileTrack):
                     # the file these lines came from, not the one the follower is on now
                     extra.update(src=t.path, off=offset, gen=t.gen, ino=t.ino)
                 sc.write_spool(self, fr, extra)
-            p.log(fr.data, step=fr.step, banners=banners)
-            banners = 0
+            served.pipeline.log(fr.data, step=fr.step, starts=r.starts)
             self.frames += 1
-            sc.backpressure(p)
+            sc.backpressure(served)
         self.last_frame_ts = now = time.time()
-        fr = frames[-1]
+        fr = reads[-1].frame
         self.last = {"framework": parser.framework, "step": fr.step, "ts": now,
                      "data": {k: spool.encode_value(v) for k, v in fr.data.items()}}
 
@@ -235,10 +235,10 @@ class Source:
                         self.spec.name)
             self.last = None
             return
-        p = self.sidecar.pipeline_for(self.spec.run, fw, self) if data is not None else None
-        if p is None:
+        served = self.sidecar.run_for(self.spec.run, fw, self) if data is not None else None
+        if served is None:
             return
-        p.restore(data, step, ts)
+        served.pipeline.restore(data, step, ts)
         self.last_frame_ts = ts
         log.info("source %s: restored the last frame (step %s) from the state file",
                  self.spec.name, step)
@@ -266,12 +266,12 @@ class Source:
             return False
         d.sig = sig
         before = sum(self.doc_parser.rejected.values())
-        frames = self.doc_parser.feed_document(text)
+        reads = self.doc_reader.document(text)
         if sum(self.doc_parser.rejected.values()) > before:
             d.sig = None  # maybe still being written; retry when it changes
         self.lines += text.count("\n")
-        self._apply(d, frames, None)
-        if frames:
+        self._apply(d, reads, None)
+        if reads:
             self.sidecar.checkpoint_soon()
         return True
 

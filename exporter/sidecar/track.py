@@ -7,9 +7,10 @@ All offset bookkeeping of the sidecar lives here, under one invariant:
     that the parser or the line assembler still holds open.
 
 So a restart from `resume` re-reads exactly the records whose frames were not applied,
-and none that were. Every event method below returns the frames it completed; the
-caller applies them before the next event, and a checkpoint is only ever taken between
-polls, when that has happened.
+and none that were. Every event method below returns the frames it completed (as the
+reader's `Read`s: each with the start-up banners read before it); the caller applies them
+before the next event, and a checkpoint is only ever taken between polls, when that has
+happened.
 """
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ class FileTrack:
         self.format = fmt if fmt != "auto" else saved.get("format", "auto")
         # the one lines -> frames loop (logs/read.py), once the file's format is known
         self.reader = Reader(self.format, where=False) if self.format != "auto" else None
-        self.banners = 0  # the reader's start-up banners already passed on with frames
         self.resume = self.follower.saved["offset"] if self.follower.saved else 0
         # generation and inode of the file the lines being applied come from (the
         # follower may already be on a newer file): the spool's tags, see Source._apply
@@ -72,7 +72,7 @@ class FileTrack:
             log.info("%s: detected format %s", self.path, fmt)
             self.format, self.reader = fmt, Reader(fmt, where=False)
         was_open = self.open
-        frames = [r.frame for r in self.reader.feed(text)]
+        frames = self.reader.feed(text)
         if end == 0:
             return frames
         if not self.open:
@@ -91,7 +91,7 @@ class FileTrack:
         """The open record as it is, and no partial line kept."""
         if self.reader is None:
             return []
-        frames = [r.frame for r in self.reader.flush()]
+        frames = self.reader.flush()
         self.reader.drop_partial()
         return frames
 

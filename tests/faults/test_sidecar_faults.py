@@ -51,7 +51,7 @@ def drain(sc: Sidecar, polls: int = 400) -> None:
 def crash(sc: Sidecar) -> None:
     """kill -9 right after a checkpoint: the state and spool are on disk, nothing more."""
     sc.checkpoint()
-    for ex in sc.pipelines.values():
+    for ex in sc.runs.values():
         ex.close()
     for s in sc.sources:
         for t in s.tracks.values():
@@ -197,7 +197,7 @@ def test_truncation_right_after_the_last_line_keeps_its_record(tmp_path):
 
 
 def exported(sc: Sidecar) -> dict:
-    ex = next(iter(sc.pipelines.values()))
+    ex = next(iter(sc.runs.values()))
     ex.flush()
     return ex.stats()
 

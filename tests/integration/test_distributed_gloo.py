@@ -51,9 +51,13 @@ class _FakeExporter:
 
     def __init__(self):
         self.logged = []
+        self.windows_ended = 0
 
     def log(self, frame, step=None):
         self.logged.append((frame, step))
+
+    def end_timer_window(self):  # a rank that does not log closes its own timer window
+        self.windows_ended += 1
 
 
 def _worker(rank, world, port, outdir):
@@ -102,6 +106,7 @@ def _worker(rank, world, port, outdir):
         fy = _FakeExporter()
         log_across_ranks(fy, frame, step=5, export_ranks=None)
         res["logged"] = (len(fx.logged), len(fy.logged), fx.logged[0][1] if fx.logged else None)
+        res["windows_ended"] = (fx.windows_ended, fy.windows_ended)
     finally:
         dist.destroy_process_group()
     with open(os.path.join(outdir, f"rank{rank}.pkl"), "wb") as f:
@@ -190,6 +195,7 @@ def test_one_collective_without_extrema(ranks):
 
 def test_only_rank_zero_exports_by_default(ranks):
     world, res = ranks
-    assert res[0]["logged"] == (1, 1, 5)
+    assert res[0]["logged"] == (1, 1, 5) and res[0]["windows_ended"] == (0, 0)
     for r in range(1, world):
         assert res[r]["logged"][:2] == (0, 1)
+        assert res[r]["windows_ended"] == (1, 0)  # it did not log: its own window closed

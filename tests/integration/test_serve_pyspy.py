@@ -96,15 +96,15 @@ def test_serve_dumps_the_stalled_trainer_with_py_spy(tmp_path, trainer):
         pytest.skip("ptrace is not permitted in this sandbox: " + probe.stderr.strip()[:200])
     sc, t = serve(tmp_path, log, py_spy)
     try:
-        assert wait_for(lambda: any(getattr(q, "hang_watch", None) and q.hang_watch.captured
-                                    for q in sc.pipelines.values()))
+        assert wait_for(lambda: any(q.hang_watch is not None and q.hang_watch.captured
+                                    for q in sc.runs.values()))
         base = sc.url[: -len("/metrics")]
         body = get(base + "/debug/stacks")
         assert "# last hang capture of run trainer" in body and "[py-spy]" in body
         assert "stuck_in_collective (child.py:" in body
         # once per hang: another few checks of the same stall take no second dump
         time.sleep(2.5)
-        (pipe,) = sc.pipelines.values()
+        (pipe,) = sc.runs.values()
         assert pipe.hang_watch.dumps == 1
         status = json.loads(get(base + "/status"))
         assert status["last_hang"]["reason"] == "no_step" and status["state"] == "stalled"
@@ -142,9 +142,9 @@ def test_ptrace_denied_is_counted_not_permitted_once(tmp_path, trainer, caplog, 
     monkeypatch.setenv("RL_EXPORTER_DEBUG_TOKEN", "s3cret")  # then a bearer token, from anywhere
     sc, t = serve(tmp_path, log, str(wrapper))
     try:
-        assert wait_for(lambda: any(q.counts.stack_dumps_failed for q in sc.pipelines.values()))
+        assert wait_for(lambda: any(q.counts.stack_dumps_failed for q in sc.runs.values()))
         time.sleep(2.5)  # the same stall: not tried again
-        (pipe,) = sc.pipelines.values()
+        (pipe,) = sc.runs.values()
         assert dict(pipe.counts.stack_dumps_failed) == {"not_permitted": 1}
         assert not pipe.hang_watch.captured
         assert 'rl_exporter_stack_dumps_failed_total{reason="not_permitted",run="trainer"} 1.0' \

@@ -12,7 +12,7 @@ import pytest
 
 from exporter import Exporter
 from exporter.catalog import CATALOG
-from exporter.gpu import GPUSampler, start_sampler
+from exporter.gpu import GPUSampler, start_store_sampler
 from exporter.gpu_devices import Device, parse_visible
 from exporter.core.store import Store
 from exporter.testing import scrape
@@ -304,13 +304,10 @@ def test_process_memory_absent_when_pid_not_listed(ex):
 
 
 def test_start_sampler_rejects_unknown_mode_as_auto(fake, caplog):
-    class E:
-        store = Store("r", CATALOG)
-        rank = None
     with caplog.at_level(logging.ERROR, logger="rl_exporter"):
-        s = start_sampler(E, "sometimes", 60, nvml=fake)
+        s = start_store_sampler(Store("r", CATALOG), "sometimes", 60, nvml=fake)
     try:
-        assert s is not None and "not one of" in caplog.text
+        assert s is not None and caplog.text.count("not one of") == 1
     finally:
         s.stop()
 
@@ -363,10 +360,10 @@ def test_serve_samples_gpus_once_from_start(monkeypatch, tmp_path):
                                              "task": "general"}) is None:
             time.sleep(0.02)
         while time.monotonic() < deadline + 5 and not any(
-                ex.stats()["frames_processed"] for ex in sc.pipelines.values()):
+                ex.stats()["frames_processed"] for ex in sc.runs.values()):
             sc.poll_once()
             time.sleep(0.05)
-        for ex in sc.pipelines.values():
+        for ex in sc.runs.values():
             ex.flush()
         text = generate_latest(sc.registry).decode()
     finally:

@@ -81,9 +81,9 @@ def test_frames_left_at_close_are_counted():
     gate = threading.Event()
     original = ex._worker.process
 
-    def slow(frame, step, ts):
+    def slow(frame, step, ts, *rest):
         gate.wait(5)
-        original(frame, step, ts)
+        original(frame, step, ts, *rest)
 
     ex._worker.process = slow
     for i in range(5):
@@ -193,7 +193,7 @@ def test_one_phase_handle_entered_from_two_threads():
     ta.start(); tb.start(); ta.join(10); tb.join(10)
     ex.log({"actor/pg_clipfrac": 0.1})        # closes window 1
     deadline = time.monotonic() + 5
-    timers = ex.helper("_rlx_timers", None)
+    timers = ex.timers
     while timers.published < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     w1 = scrape(ex)[("rl_phase_duration_seconds", (("phase", "gen"),))]

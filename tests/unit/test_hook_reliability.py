@@ -19,6 +19,7 @@ import pytest
 import exporter.core.pipeline
 import exporter.hook
 from exporter import Exporter
+from exporter.core.worker import Item
 from exporter.testing import scrape
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,7 +230,7 @@ def test_close_while_log_holds_the_queue_lock_is_bounded_and_counts_every_frame(
     e._qlock.acquire()
     try:
         for i in range(20):  # queued behind the held lock, as log() would have left them
-            e._queue.append(({"critic/score/mean": 0.2}, 100 + i, time.time()))
+            e._queue.append(Item({"critic/score/mean": 0.2}, 100 + i, time.time()))
         e.counts.received += 20
         t0 = time.monotonic()
         e.close(timeout=1.0)
@@ -290,7 +291,7 @@ def test_invented_phase_names_are_bounded_and_counted():
                 pass
             e.log({"critic/score/mean": 0.1}, step=i)
         s = scrape(e)
-        live = e.helper("_rlx_live_phases", None)
+        live = e.live_phases
         assert len(live._labels) <= 50 and len(live._recent) <= 50 and not live._open
         # the histogram carries no more phases than the gauge, and nothing beyond is silent
         hist = {dict(k[1]).get("phase") for k in s if k[0] == "rl_phase_timing_seconds_count"}

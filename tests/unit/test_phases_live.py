@@ -44,26 +44,25 @@ def test_open_phase_is_visible_with_its_start_and_median():
                 s = scrape(ex)
                 assert before - 0.01 <= s[(START, lab)] <= time.time()
                 assert s[(START, (("phase", "step"),))] <= s[(START, lab)]
-                assert ex._rlx_live_phases.current() == "gen"     # the innermost open phase
-            assert ex._rlx_live_phases.current() == "step"
-        assert ex._rlx_live_phases.current() == "none"
+                assert ex.live_phases.current() == "gen"     # the innermost open phase
+            assert ex.live_phases.current() == "step"
+        assert ex.live_phases.current() == "none"
         assert math.isnan(scrape(ex)[(START, lab)])
     finally:
         ex.close()
 
 
 def test_same_phase_on_two_threads_reports_the_oldest_start():
-    from exporter.core.store import Store
+    from exporter.core.pipeline import Pipeline
+    from exporter.core.run import ServedRun
 
-    class Ex:
-        rank = None
-        store = Store("r")
+    run = ServedRun(Pipeline("r"))  # never started: nothing but its store is used
 
     def v(name):
-        return Ex.store.get(name, {"phase": "gen"})
+        return run.store.get(name, {"phase": "gen"})
 
     now = [100.0]
-    live = LivePhases(Ex(), clock=lambda: now[0], wall=lambda: 1000 + now[0])
+    live = LivePhases(run, clock=lambda: now[0], wall=lambda: 1000 + now[0])
     live.open("gen")
     now[0] = 110.0
     live.open("gen")                       # a second rollout worker
@@ -153,10 +152,10 @@ def test_phase_from_another_thread_is_attributed():
         t = threading.Thread(target=train)
         t.start()
         inside.wait(2)
-        assert ex._rlx_live_phases.current() == "gen"
+        assert ex.live_phases.current() == "gen"
         done.set()
         t.join()
-        assert ex._rlx_live_phases.current() == "none"
+        assert ex.live_phases.current() == "none"
     finally:
         ex.close()
 
@@ -187,7 +186,7 @@ def test_verl_marked_timer_phases_show_while_open():
         timing = {}
         with trainer_module.marked_timer("step", timing):
             with trainer_module.marked_timer("gen", timing, color="red"):
-                assert ex._rlx_live_phases.current() == "gen"
+                assert ex.live_phases.current() == "gen"
                 assert not math.isnan(scrape(ex)[(START, (("phase", "gen"),))])
                 time.sleep(0.01)
         assert timing["gen"] >= 0.01 and "step" in timing  # veRL still times its phases
@@ -197,7 +196,7 @@ def test_verl_marked_timer_phases_show_while_open():
         with pytest.raises(ValueError):                    # the trainer's exception passes through
             with trainer_module.marked_timer("gen", timing):
                 raise ValueError("boom")
-        assert ex._rlx_live_phases.current() == "none"
+        assert ex.live_phases.current() == "none"
     finally:
         sys.modules.pop("verl.trainer.fake_ray_trainer", None)
         ex.close()
@@ -217,7 +216,7 @@ def test_areal_record_timing_phases_show_while_open():
     try:
         track_phase_timer(ex, stats_tracker, "record_timing")  # wraps, or retargets an earlier wrap
         with stats_tracker.record_timing("rollout"):
-            assert ex._rlx_live_phases.current() == "rollout"
+            assert ex.live_phases.current() == "rollout"
             assert not math.isnan(scrape(ex)[(START, (("phase", "rollout"),))])
         assert "timeperf/rollout" in stats_tracker.export()
         assert math.isnan(scrape(ex)[(START, (("phase", "rollout"),))])
@@ -239,7 +238,7 @@ def test_phase_call_wrapper_retargets_and_passes_results_and_errors():
     ex1 = Exporter(run="a", serve=False, gpu="off")
     ex2 = Exporter(run="b", serve=False, gpu="off")
     try:
-        Trainer.seen = staticmethod(lambda: ex2._rlx_live_phases.current())
+        Trainer.seen = staticmethod(lambda: ex2.live_phases.current())
         assert track_phase_call(ex1, Trainer, "_generate_and_score_completions", "generate")
         assert not track_phase_call(ex2, Trainer, "_generate_and_score_completions", "generate")
         assert track_phase_call(ex2, Trainer, "boom", "boom")
@@ -248,7 +247,7 @@ def test_phase_call_wrapper_retargets_and_passes_results_and_errors():
         assert (MEDIAN, (("phase", "generate"),)) not in scrape(ex1)
         with pytest.raises(RuntimeError):
             Trainer().boom()
-        assert ex2._rlx_live_phases.current() == "none"
+        assert ex2.live_phases.current() == "none"
     finally:
         ex1.close()
         ex2.close()
@@ -286,13 +285,13 @@ def test_slime_timer_start_end_phases_show_while_open():
         assert track_start_end_timer(ex, Timer)
         t = Timer()
         with t.context("train"):
-            assert ex._rlx_live_phases.current() == "train"
+            assert ex.live_phases.current() == "train"
             t.end("train")                                  # inverse_timer: paused
-            assert ex._rlx_live_phases.current() == "none"
+            assert ex.live_phases.current() == "none"
             t.start("train")
-        assert "train" in t.timers and ex._rlx_live_phases.current() == "none"
+        assert "train" in t.timers and ex.live_phases.current() == "none"
         with pytest.raises(AssertionError):                 # slime's own checks still run
             t.end("never-started")
-        assert ex._rlx_live_phases.current() == "none"
+        assert ex.live_phases.current() == "none"
     finally:
         ex.close()

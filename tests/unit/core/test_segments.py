@@ -75,7 +75,7 @@ def serve_once(tmp_path, text):
     sc = Sidecar([SourceSpec(f"hf:{log}", "r")], run="r", port=None, gpu=False)
     try:
         sc.poll_once()
-        (p,) = sc.pipelines.values()
+        (p,) = sc.runs.values()
         assert p.flush()
         return p.store.get(START), p.store.get("rl_training_step")
     finally:
@@ -92,3 +92,11 @@ def test_serve_a_second_start_up_banner_after_training_begins_a_segment(tmp_path
     # one banner at the start of the log is no seam
     start, step = serve_once(tmp_path, banner + "".join(hf_line(s, 0.5) for s in range(1, 9)))
     assert start is None and step == 7
+
+
+def test_the_banner_count_travels_on_the_frame_read_after_it():
+    from exporter.logs.read import read_text
+    banner = "***** Running training *****\n"
+    text = banner + hf_line(1, 0.5) + hf_line(2, 0.5) + banner + banner + hf_line(3, 0.4)
+    reader, reads = read_text(text, "hf")
+    assert [r.starts for r in reads] == [1, 0, 2] and reader.starts == 3

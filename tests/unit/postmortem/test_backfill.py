@@ -39,10 +39,8 @@ def test_replay_renders_exactly_the_series_serve_exports(tmp_path):
     try:
         while sc.poll_once():
             pass
-        for src in sc.sources:  # end of input: close the open record, as serve --exit-when-idle
-            for t in src.tracks.values():
-                src._apply(t, t.parser.flush(), t.follower.offset)
-        for ex in sc.pipelines.values():
+        sc.finish()  # end of input: close the open record, as serve --exit-when-idle
+        for ex in sc.runs.values():
             ex.flush()
         text = generate_latest(sc.registry).decode()
     finally:

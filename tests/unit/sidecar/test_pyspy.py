@@ -103,19 +103,20 @@ def test_a_finished_run_is_not_dumped(tmp_path):
     """RLRunStalled's `unless`: a run at its declared total steps that stopped stepping is done;
     one short of it, silent as long, is hung (here: no py-spy, so counted no_pyspy)."""
     from exporter.core.pipeline import Pipeline
+    from exporter.core.run import ServedRun
     from exporter.core.thresholds import HangThresholds
     from exporter.sidecar.pyspy import SidecarWatch
     import time
     spy = PySpy(binary=str(tmp_path / "no-such-py-spy"))
     got = {}
     for name, last in (("done", 10), ("hung", 9)):
-        p = Pipeline(name)
+        p = ServedRun(Pipeline(name))
         watch = SidecarWatch(p, spy, lambda: [], None, thresholds=HangThresholds(stall_floor_s=5.0))
         watch.stop()  # driven by hand below
         p.store.set("rl_config_value", 10.0, {"parameter": "total_training_steps"})
         t0 = time.time()
         for step in range(1, last + 1):
-            p.process_now({"actor/entropy": 0.5}, step, t0 + step * 0.01)
+            p.pipeline.process_now({"actor/entropy": 0.5}, step, t0 + step * 0.01)
         assert watch.check(p, now=t0 + 60) == []
         got[name] = dict(p.counts.stack_dumps_failed)
         p.close(timeout=1.0)

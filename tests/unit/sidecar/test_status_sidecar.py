@@ -30,14 +30,14 @@ def test_sidecar_status_per_run(tmp_path):
         base = sc.url[: -len("/metrics")]
         while time.time() < deadline:
             sc.poll_once()
-            for p in sc.pipelines.values():
+            for p in sc.runs.values():
                 p.flush()
             runs = get(base + "/status").get("runs", [])
             if sorted(r["step"] or 0 for r in runs) == [3, 7]:
                 break
             time.sleep(0.1)
         # the sidecar's pipelines watch for no hang: this process's stacks are not the trainer's
-        assert sc.pipelines and not any(hasattr(p, "hang_watch") for p in sc.pipelines.values())
+        assert sc.runs and all(p.hang_watch is None for p in sc.runs.values())
         both = get(base + "/status")
         assert both["schema"] == "rl-exporter/status/v1"
         assert sorted((r["run"], r["step"]) for r in both["runs"]) == [("ra", 3), ("rb", 7)]

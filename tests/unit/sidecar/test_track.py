@@ -40,7 +40,7 @@ def test_resume_stays_at_the_first_line_of_the_open_record(tmp_path):
     frames = feed(t)
     # step 1 is complete only once the next record starts; the resume point is then the
     # start of that record (the wrapped step 2), not its end
-    assert [f.step for f in frames] == [1]
+    assert [r.frame.step for r in frames] == [1]
     assert t.open and t.resume == len(vline(1))
     with open(p, "ab") as f:
         f.write(tail)  # a continuation line: the record is still open, resume unchanged
@@ -48,11 +48,11 @@ def test_resume_stays_at_the_first_line_of_the_open_record(tmp_path):
     with open(p, "ab") as f:
         f.write(vline(3))
     frames = feed(t)
-    assert [f.step for f in frames] == [2]
-    assert frames[0].data["actor/pg_loss"] == -0.002  # rejoined across the wrap
+    assert [r.frame.step for r in frames] == [2]
+    assert frames[0].frame.data["actor/pg_loss"] == -0.002  # rejoined across the wrap
     assert t.resume == len(vline(1)) + len(head) + len(tail)
     frames = t.on_idle()  # nothing more came: the open record is complete
-    assert [f.step for f in frames] == [3] and not t.open
+    assert [r.frame.step for r in frames] == [3] and not t.open
     assert t.resume == p.stat().st_size
 
 
