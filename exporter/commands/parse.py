@@ -10,11 +10,11 @@ HELP = ("parse trainer logs and show each frame: step, format, raw key/values an
 
 
 def add_arguments(p):
+    from ..logs.registry import names
     p.add_argument("files", nargs="+", metavar="FILE", help="log files ('-' for stdin)")
     p.add_argument("--format", default="auto",
-                   help="auto (detect each line's format; default), verl_console, verl_jsonl, "
-                        "verl_validation, hf, hf_state, ms_swift, openrlhf, slime, miles, areal, "
-                        "wandb, verl_config, megatron_args, spool")
+                   help=f"auto (detect each line's format; default) or a format (aliases in "
+                        f"parentheses): {names()}")
     p.add_argument("--framework", default=None,
                    help="vocabulary to resolve keys with (default: the format's framework)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame per line")

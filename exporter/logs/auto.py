@@ -22,6 +22,10 @@ _STEP_SOURCES = frozenset(p.steps_from for p in FORMATS.values() if p.steps_from
 class AutoParser(Parser):
     format = FORMAT
     framework = "auto"
+    summary = ("`parse`, `doctor`: every line goes to the parser of the format found in it, "
+               "anywhere in the file (hundreds of lines of Ray/vLLM/NCCL noise first, several "
+               "formats interleaved); `serve`: the format of the first line that looks like "
+               "metrics")
 
     def __init__(self, make):
         super().__init__()

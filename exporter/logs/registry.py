@@ -62,15 +62,16 @@ HINTS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((p.format, p.hints) for p
                                                        if p.hints)
 
 
-def names() -> list[str]:
-    """The format names a user may pass, sorted, each with its aliases in parentheses."""
-    return [f"{n} ({', '.join(FORMATS[n].aliases)})" if FORMATS[n].aliases else n
-            for n in sorted(FORMATS)]
+def names() -> str:
+    """"areal, hf (trl), ...": the format names a user may pass, sorted, each with its
+    aliases; for the CLI's --format help and the docs."""
+    return ", ".join(f"{n} ({', '.join(FORMATS[n].aliases)})" if FORMATS[n].aliases else n
+                     for n in sorted(FORMATS))
 
 
 def known() -> str:
     """"auto, areal, hf (trl), ...": every name --format takes."""
-    return "auto, " + ", ".join(names())
+    return "auto, " + names()
 
 
 def canonical_format(name: str) -> str:

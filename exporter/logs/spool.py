@@ -19,7 +19,8 @@ FRAMEWORK = "auto"
 class SpoolParser(Parser):
     format = FORMAT
     framework = FRAMEWORK
-    summary = "rl-exporter's own JSONL (below); the vocabulary is the records' `framework`"
+    summary = ("rl-exporter's own JSONL (the spool format, docs/sidecar.md); the vocabulary is "
+               "each record's `framework`")
     # before verl_jsonl, llamafactory, ms_swift and hf: a spooled frame holds any trainer's keys
     rules = (Rule(300, '"spool"', detect,
                   '{"spool":1,"ts":1724312345.1,"run":"grpo","step":12,"data":{"loss":0.5}}'),)

@@ -39,7 +39,7 @@ class WandbSummaryParser(Parser):
     framework = FRAMEWORK
     auxiliary = True  # every trainer that logs to wandb prints it at the end of its own log
     summary = ("W&B's end-of-run `wandb: Run summary:` rows (`wandb: actor/entropy 0.41`); "
-               "`Run history` sparklines skipped; the keys resolve by key (auto)")
+               "`Run history` sparklines skipped; its keys are any trainer's (auto vocabulary)")
     # after the dict formats: a summary row has no other format's shape
     rules = (Rule(1200, "wandb:", detect, "(TaskRunner pid=13239) wandb:   actor/entropy 0.06955"),)
     hints = ("wandb:", "Run summary", "Run history")
