@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 HELP = ("parse trainer logs and show each frame: step, format, raw key/values and the "
@@ -69,13 +68,12 @@ def run(args) -> int:
             print(msg, file=sys.stderr)
             status = 1
             continue
-        spool_fw = _framework(fmt, text) if fmt == "spool" else None
         cache: dict = {}
         formats: dict = {}
         for line_no, fr, fr_fmt, fr_fw in reads:
             total += 1
             formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
-            framework = args.framework or spool_fw or fr_fw
+            framework = args.framework or fr_fw  # a spool's: its records' (SpoolParser)
             series = {}
             for k in fr.data:
                 r = cache.get((k, framework))
@@ -99,20 +97,6 @@ def run(args) -> int:
     if total == 0 and status == 0:
         status = 1
     return status
-
-
-def _framework(fmt: str, text: str) -> str:
-    from ..logs import FORMATS
-    fw = FORMATS[fmt].framework
-    if fw == "auto" and fmt == "spool":
-        for line in text.split("\n", 50)[:50]:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("framework"), str):
-                return rec["framework"]
-    return fw
 
 
 def _series(r) -> dict:
