@@ -19,7 +19,8 @@ import sys
 
 from .base import Parser
 
-# modules of this package that hold no format: the shared parts and the lines -> frames loop
+# modules of this package that hold no format, not imported here (the shared parts, the
+# lines -> frames loop, the docs writer); any other module that defines no parser adds none
 _NOT_FORMATS = frozenset({"auto", "base", "detect", "formats_doc", "read", "registry",
                           "traceback"})
 
@@ -64,7 +65,7 @@ HINTS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((p.format, p.hints) for p
 
 def names() -> str:
     """"areal, hf (trl), ...": the format names a user may pass, sorted, each with its
-    aliases; for the CLI's --format help and the docs."""
+    aliases (the CLI's help and errors)."""
     return ", ".join(f"{n} ({', '.join(FORMATS[n].aliases)})" if FORMATS[n].aliases else n
                      for n in sorted(FORMATS))
 

@@ -13,7 +13,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
+from ..logs import AUXILIARY, Reader, canonical_format, detect, detect_line
+from ..logs.registry import names
 from ..logs.base import RAY_PREFIX, clean
 from ..logs.traceback import Crash, Tracebacks
 from ..spool import peek
@@ -91,7 +92,7 @@ def sniff(path: str, fmt: str = "auto") -> str:
         return "auto"
     if found is None:
         raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
-                       f"(pass --format, one of: {', '.join(FORMATS)})")
+                       f"(pass --format, one of: {names()})")
     return found
 
 
