@@ -67,10 +67,10 @@ def write_log(path: str, steps: int, nkeys: int) -> int:
 
 
 def parse_only(path: str) -> float:
-    from exporter.logs import parse_lines
+    from exporter.logs import Reader
     t = time.perf_counter()
     with open(path) as fh:
-        for _ in parse_lines(fh, "verl_console"):
+        for _ in Reader("verl_console", where=False).read(fh):
             pass
     return time.perf_counter() - t
 

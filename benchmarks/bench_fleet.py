@@ -47,19 +47,13 @@ from exporter.alerts.recordings import FLEET_STATES  # noqa: E402
 from exporter.alerts.render import render
 from exporter.dashboards.fleet import DASHBOARD  # noqa: E402
 from exporter import rules as shipped  # noqa: E402
+from exporter.testing import free_port  # noqa: E402
 
 RULES = [str(p) for p in shipped.rule_files()]
 FLEET_RECORDS = ("run:rl_fleet_targets:count", "run:rl_fleet_targets_up:count", "run:rl_training_step:max",
                  "run:rl_training_step:deriv10m", "run:rl_mfu_ratio:max",
                  "run:rl_gpu_throughput_tokens_per_second:max", "run:hw_gpus:count",
                  "run_severity:alerts_firing:count", "run:rl_run_state:code", "run:hw_gpus_failing:count")
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str, timeout: float = 60) -> dict:

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest  # noqa:
 
 from exporter import Exporter  # noqa: E402
 from exporter.catalog import CATALOG  # noqa: E402
+from exporter.testing import verl_frame as make_frame  # noqa: E402
 
 logging.getLogger("rl_exporter").setLevel(logging.ERROR)
 
@@ -34,31 +35,6 @@ if TORCH:
         import torch  # noqa: F401
     except ImportError:
         TORCH = False
-
-STAT_FAMILIES = ["critic/score", "critic/rewards", "critic/advantages", "critic/returns",
-                 "response_length", "prompt_length", "global_seqlen", "num_turns"]
-
-
-def make_frame(rng: random.Random) -> dict:
-    """150 keys the way veRL logs them: 20 timers, stats families, actor/critic scalars."""
-    f = {f"timing_s/phase_{i}": rng.uniform(0.1, 60) for i in range(20)}
-    for fam in STAT_FAMILIES:
-        for stat in ("mean", "max", "min"):
-            f[f"{fam}/{stat}"] = rng.random()
-    scalars = ["actor/pg_loss", "actor/pg_clipfrac", "actor/pg_clipfrac_lower", "actor/ppo_kl",
-               "actor/entropy", "actor/kl_loss", "actor/kl_coef", "actor/grad_norm", "actor/lr",
-               "critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean", "critic/grad_norm",
-               "perf/throughput", "perf/total_num_tokens", "perf/time_per_step", "perf/mfu/actor",
-               "perf/mfu/actor_infer", "response_length/clip_ratio", "prompt_length/clip_ratio",
-               "response/aborted_ratio", "training/epoch"]
-    for k in scalars:
-        f[k] = rng.random()
-    i = 0
-    while len(f) < 150:
-        f[f"val-core/source_{i}/acc/mean@1"] = rng.random()
-        i += 1
-    return f
-
 
 def per_call(fn, frames, n, between=None) -> list[float]:
     """Time each call on its own (ns), after a warm-up; `between` runs untimed after each."""

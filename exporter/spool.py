@@ -21,6 +21,10 @@ The hook writes it with `Exporter(spool=PATH)` (SpoolWriter, without src/off), t
 sidecar with SpoolFile; `rl-exporter parse` and `serve --source spool:PATH` read it back
 (exporter/logs/spool.py). This module imports no log parser: the hook loads it.
 
+Reading: `decode(line)` is a record whole; `peek(line)` its run and ts from the head alone,
+for readers that only route or time records (doctor and backfill, on every line of a spool);
+`tail(path)` the last record per source file (serve's resume). Nothing else parses the format.
+
 Writing: each line is one write(2) on an O_APPEND descriptor, so it is in the file whole
 or not at all (a short write on a full disk is cut back off); a line that could not be
 written is reported to the caller, who counts it. Nothing here raises into a caller.
@@ -31,6 +35,7 @@ import json
 import logging
 import math
 import os
+import re
 
 log = logging.getLogger("rl_exporter")
 
@@ -65,6 +70,38 @@ def decode_data(data: dict) -> dict | None:
             return None  # nested containers are not frames
         out[k] = v
     return out
+
+
+# encode() writes the version, then ts and run (the extras) before step and data: a head of
+# this many characters holds them
+PEEK_CHARS = 400
+_PEEK_RUN = re.compile(r'"run":\s*"([^"\\]*(?:\\.[^"\\]*)*)"')
+_PEEK_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+
+
+def peek(line: str) -> tuple[str | None, float | None]:
+    """(run, ts) of a spool record, read from its head without parsing the record (whose
+    data is most of it): (None, None) for a line that is not a spool record, and None for
+    what a record does not hold."""
+    if line[:1] != "{" and not line.lstrip().startswith("{"):
+        return None, None
+    if line.find('"spool"', 0, PEEK_CHARS) < 0:
+        return None, None
+    run = ts = None
+    i = line.find('"run":', 0, PEEK_CHARS)  # str.find, then the pattern only where it starts
+    m = _PEEK_RUN.match(line, i, PEEK_CHARS) if i >= 0 else None
+    if m is not None:
+        run = m.group(1)
+        if "\\" in run:
+            try:
+                run = json.loads(f'"{run}"')
+            except ValueError:
+                run = None
+    i = line.find('"ts":', 0, PEEK_CHARS)
+    m = _PEEK_TS.match(line, i, PEEK_CHARS) if i >= 0 else None
+    if m is not None:
+        ts = float(m.group(1))
+    return run, ts
 
 
 def decode(line) -> dict | None:

@@ -1,34 +1,19 @@
-"""Helpers the test folders share (tests/conftest.py re-exports free_port for older imports)."""
+"""Helpers the test folders share beyond the shipped test kit (exporter/testing), whose
+free_port, scrape_text and samples (as `series`) they re-export (tests/conftest.py re-exports
+free_port for older imports)."""
 from __future__ import annotations
 
 import functools
 import importlib.util
 import json
 import sys
-import urllib.request
 from pathlib import Path
 
-from exporter.postmortem.tools import free_port  # noqa: F401  (one free-port helper: doctor's)
+from exporter.testing import free_port, scrape_text  # noqa: F401
+from exporter.testing import samples as series  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORK_DATA = Path(__file__).resolve().parent / "unit" / "catalog" / "data"
-
-
-def scrape_text(url: str, timeout: float = 5.0) -> str:
-    """The exposition text a plain GET of a /metrics URL returns."""
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def series(text: str, with_run: bool = False) -> dict[tuple[str, tuple], float]:
-    """{(sample name, sorted labels): value} of an exposition text; `run` dropped unless with_run."""
-    from prometheus_client.parser import text_string_to_metric_families
-    out = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            labels = {k: v for k, v in s.labels.items() if with_run or k != "run"}
-            out[(s.name, tuple(sorted(labels.items())))] = s.value
-    return out
 
 
 def res(key: str, framework: str):

@@ -20,9 +20,9 @@ def add_arguments(p):
 
 
 def add_common(p):
+    from ..logs.registry import names
     p.add_argument("--format", default="auto",
-                   help="auto (detect; default), verl_console, verl_jsonl, hf, hf_state, "
-                        "openrlhf, slime, miles, areal, spool")
+                   help=f"auto (detect; default) or a format (aliases in parentheses): {names()}")
     p.add_argument("--step-seconds", type=float, default=60.0,
                    help="seconds per step when the log has neither timestamps nor step "
                         "durations (default 60)")

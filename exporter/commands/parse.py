@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 HELP = ("parse trainer logs and show each frame: step, format, raw key/values and the "
@@ -10,11 +9,11 @@ HELP = ("parse trainer logs and show each frame: step, format, raw key/values an
 
 
 def add_arguments(p):
+    from ..logs.registry import names
     p.add_argument("files", nargs="+", metavar="FILE", help="log files ('-' for stdin)")
     p.add_argument("--format", default="auto",
-                   help="auto (detect each line's format; default), verl_console, verl_jsonl, "
-                        "verl_validation, hf, hf_state, ms_swift, openrlhf, slime, miles, areal, "
-                        "wandb, verl_config, megatron_args, spool")
+                   help=f"auto (detect each line's format; default) or a format (aliases in "
+                        f"parentheses): {names()}")
     p.add_argument("--framework", default=None,
                    help="vocabulary to resolve keys with (default: the format's framework)")
     p.add_argument("--json", action="store_true", help="one JSON object per frame per line")
@@ -78,14 +77,13 @@ def run(args) -> int:
             print(msg, file=sys.stderr)
             status = 1
             continue
-        spool_fw = _framework(fmt, text) if fmt == "spool" else None
         cache: dict = {}
         formats: dict = {}
         seen: dict = {}   # (key, framework) -> [frames, first value]: --summary
         for line_no, fr, fr_fmt, fr_fw, _starts in reads:
             total += 1
             formats[fr_fmt] = formats.get(fr_fmt, 0) + 1
-            framework = args.framework or spool_fw or fr_fw
+            framework = args.framework or fr_fw  # a spool's: its records' (SpoolParser)
             series = {}
             for k in fr.data:
                 r = cache.get((k, framework))
@@ -142,19 +140,6 @@ def _print_unmapped(path: str, seen: dict, cache: dict, summary: dict, as_json: 
     if rejected:
         print("  lines no parser took: " + ", ".join(f"{n} {k}" for k, n in sorted(rejected.items())))
 
-
-def _framework(fmt: str, text: str) -> str:
-    from ..logs import FORMATS
-    fw = FORMATS[fmt].framework
-    if fw == "auto" and fmt == "spool":
-        for line in text.split("\n", 50)[:50]:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("framework"), str):
-                return rec["framework"]
-    return fw
 
 
 def _series(r) -> dict:

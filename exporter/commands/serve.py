@@ -18,9 +18,10 @@ TOKEN_ENV = "RL_EXPORTER_INGEST_TOKEN"
 
 
 def add_arguments(p):
+    from ..logs.registry import known
     p.add_argument("--source", action="append", default=[], metavar="FORMAT:PATH[,run=RUN]",
-                   help="a log to follow (repeatable; PATH may be a glob). FORMAT: auto, "
-                        "verl_console, verl_jsonl, hf, hf_state, openrlhf, slime, miles, areal, spool")
+                   help=f"a log to follow (repeatable; PATH may be a glob). FORMAT (aliases in "
+                        f"parentheses): {known()}")
     p.add_argument("--run", default=None,
                    help="run label (default: $RL_EXPORTER_RUN or run-<date>); ',run=' on a "
                         "--source overrides it for that source")

@@ -80,6 +80,33 @@ def disabled() -> bool:
     return os.environ.get(ENV_DISABLE, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+REGISTERED = "_rl_exporter_registered"  # the mark register_once puts on what it patched
+
+
+def register_once(framework: str, target, load, patch, *, what: str, mark: bool = True):
+    """The register() every integration shares: nothing under RL_EXPORTER_DISABLE=1 (the
+    target is returned as given); without a target, `load()` imports the framework's own one
+    (an ImportError is logged and None returned: the trainer runs without us); `patch(target)`
+    wraps what it needs, once: the target is then marked in its own __dict__ (so a subclass
+    of a patched class is patched on its own), and a marked target is returned as it is.
+    `mark=False` for a patch that is idempotent itself (adding to a registry dict)."""
+    if disabled():
+        return target
+    if target is None:
+        try:
+            target = load()
+        except ImportError as e:
+            log.error("rl-exporter (%s): %s is not importable here (%s); nothing registered",
+                      framework, what, e)
+            return None
+    if mark and vars(target).get(REGISTERED):
+        return target
+    patch(target)
+    if mark:
+        setattr(target, REGISTERED, True)
+    return target
+
+
 def model_basename(path) -> str | None:
     """The model label from a checkpoint path or hub id ('/ckpt/Qwen2.5-7B/' -> 'Qwen2.5-7B')."""
     if not path:

@@ -28,8 +28,8 @@ import os
 import sys
 
 from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, get_path,
-                      keep_our_loggers, model_basename, number)
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, get_path,
+                      keep_our_loggers, model_basename, number, register_once)
 
 log = logging.getLogger("rl_exporter")
 
@@ -186,17 +186,6 @@ def attach(stats_logger, **kwargs) -> RLExporterStatsHook:
 
 def register(stats_logger_cls=None, **kwargs):
     """Wrap StatsLogger (default areal.utils.stats_logger.StatsLogger) for every instance."""
-    if disabled():
-        return stats_logger_cls
-    if stats_logger_cls is None:
-        try:
-            from areal.utils.stats_logger import StatsLogger as stats_logger_cls
-        except ImportError as e:
-            log.error("rl-exporter (areal): areal is not importable here (%s); nothing registered", e)
-            return None
-    if stats_logger_cls.__dict__.get("_rl_exporter_registered"):
-        return stats_logger_cls
-
     def hook_for(self):
         h = self.__dict__.get("_rl_exporter_hook")
         if h is None:
@@ -205,9 +194,11 @@ def register(stats_logger_cls=None, **kwargs):
             self._rl_exporter_hook = h
         return h
 
-    commit, close, load = _wrap(stats_logger_cls, hook_for)
-    stats_logger_cls.commit = commit
-    stats_logger_cls.close = close
-    stats_logger_cls.load_state_dict = load
-    stats_logger_cls._rl_exporter_registered = True
-    return stats_logger_cls
+    def patch(cls) -> None:
+        cls.commit, cls.close, cls.load_state_dict = _wrap(cls, hook_for)
+    return register_once(FRAMEWORK, stats_logger_cls, _stats_logger_class, patch, what="areal")
+
+
+def _stats_logger_class():
+    from areal.utils.stats_logger import StatsLogger
+    return StatsLogger

@@ -34,8 +34,8 @@ import math
 import sys
 
 from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, env_rank,
-                      exporter_kwargs, model_basename, number)
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, env_rank,
+                      exporter_kwargs, model_basename, number, register_once)
 
 log = logging.getLogger("rl_exporter")
 
@@ -152,21 +152,21 @@ def _track_phases(exporter) -> None:
 
 def register(module=None, **kwargs):
     """Wrap slime's logging utils (init_tracking / log / finish_tracking). Idempotent."""
-    if disabled():
-        return module
-    if module is None:
-        for name in MODULES:
-            try:
-                module = importlib.import_module(name)
-                break
-            except ImportError:
-                continue
-        if module is None:
-            log.error("rl-exporter (slime): none of %s is importable; nothing registered", MODULES)
-            return None
-    if getattr(module, "_rl_exporter_registered", False):
-        return module
+    return register_once(FRAMEWORK, module, _logging_utils,
+                         lambda m: _patch(m, kwargs), what=" or ".join(MODULES))
 
+
+def _logging_utils():
+    err = None
+    for name in MODULES:
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:
+            err = e
+    raise err
+
+
+def _patch(module, kwargs: dict) -> None:
     orig_init = module.init_tracking
     orig_log = module.log
     orig_finish = getattr(module, "finish_tracking", None)
@@ -202,12 +202,9 @@ def register(module=None, **kwargs):
             try:
                 return orig_finish(*a, **kw)
             finally:
-                if _tracker is not None:
-                    _tracker.finish()
+                finish()
 
         module.finish_tracking = finish_tracking
-    module._rl_exporter_registered = True
-    return module
 
 
 def tracker() -> SlimeTracker | None:
@@ -215,8 +212,10 @@ def tracker() -> SlimeTracker | None:
     return _tracker
 
 
-def _reset_for_tests():
+def finish() -> None:
+    """Finish this process's tracker and forget it (finish_tracking calls it): a later
+    init_tracking in the same process, a second run, gets an exporter of its own."""
     global _tracker
-    if _tracker is not None:
-        _tracker.finish()
-    _tracker = None
+    t, _tracker = _tracker, None
+    if t is not None:
+        t.finish()

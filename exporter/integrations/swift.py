@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from ._common import disabled
+from ._common import register_once
 
 log = logging.getLogger("rl_exporter")
 
@@ -57,15 +57,13 @@ def _callback_class():
 def register(callbacks_map=None) -> dict | None:
     """Add "rl_exporter" to ms-swift's callbacks_map (default swift.callbacks.callbacks_map).
     Idempotent; returns the map, or None when ms-swift is not importable."""
-    if disabled():
-        return callbacks_map
-    if callbacks_map is None:
-        try:
-            from swift.callbacks import callbacks_map
-        except ImportError as e:
-            log.error("rl-exporter (swift): ms-swift is not importable here (%s); nothing registered", e)
-            return None
-    callbacks_map.setdefault(NAME, _callback_class())
+    return register_once("swift", callbacks_map, _callbacks_map,
+                         lambda m: m.setdefault(NAME, _callback_class()), what="ms-swift",
+                         mark=False)
+
+
+def _callbacks_map() -> dict:
+    from swift.callbacks import callbacks_map
     return callbacks_map
 
 

@@ -32,8 +32,8 @@ import math
 import os
 
 from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI, CONFIG_TOTAL_STEPS,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, disabled, first, get_path,
-                      model_basename, number)
+                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, first, get_path,
+                      model_basename, number, register_once)
 
 log = logging.getLogger("rl_exporter")
 
@@ -142,16 +142,10 @@ def register(tracking_cls=None):
     Accepts an explicit class (tests, forks with their own Tracking); by default patches
     verl.utils.tracking.Tracking. With RL_EXPORTER_DISABLE=1 it does nothing.
     """
-    if disabled():
-        return tracking_cls
-    if tracking_cls is None:
-        try:
-            tracking_cls = _tracking_class()
-        except ImportError as e:
-            log.error("rl-exporter (verl): verl is not importable here (%s); nothing registered", e)
-            return None
-    if tracking_cls.__dict__.get("_rl_exporter_registered"):
-        return tracking_cls
+    return register_once(FRAMEWORK, tracking_cls, _tracking_class, _patch, what="verl")
+
+
+def _patch(tracking_cls) -> None:
     supported = list(getattr(tracking_cls, "supported_backend", []))
     if BACKEND not in supported:
         tracking_cls.supported_backend = supported + [BACKEND]
@@ -185,5 +179,3 @@ def register(tracking_cls=None):
                     ours.finish()
 
         tracking_cls.finish = finish
-    tracking_cls._rl_exporter_registered = True
-    return tracking_cls

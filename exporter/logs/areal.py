@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, number
+from .base import NOT_A_NUMBER, Frame, Parser, Rule, number
 
 FORMAT = "areal"
 FRAMEWORK = "areal"
@@ -52,6 +52,18 @@ _BORDER_CHARS = set("╒╞╘├╤╪╧┼═─╕╡╛┤+-|:= ")
 class ArealParser(Parser):
     format = FORMAT
     framework = FRAMEWORK
+    context = True  # a `Train step N/T done.` line before a table gives its step
+    summary = ("StatsLogger `Train step N/T done.` + `fancy_grid` stats tables (step = N-1, "
+               "AReaL's backend step); earlier releases' master-worker tables behind "
+               "`(MasterWorker pid=...)` prefixes, colour-code residue, rows split or shifted")
+    rules = (
+        # after the dict formats: a table cell may hold a dict-looking value (no gate: four
+        # characters mark its lines, detect() checks them)
+        Rule(1300, "", detect, "│ ppo_actor/advantages/avg │ 1.2340e-03 │ ppo_actor/lr │ 1e-06 │"),
+        # last of all: any `| a/b | 1 |` row looks like an ASCII table row
+        Rule(1500, "|", detect_ascii, "| ppo_actor/advantages/avg | 1.2340e-03 |"),
+    )
+    hints = ("ppo_actor/", "│", "StatsLogger", "Train step")
 
     def __init__(self):
         super().__init__()

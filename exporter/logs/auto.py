@@ -12,14 +12,20 @@ from __future__ import annotations
 
 from .base import Frame, Parser
 from .detect import detect_format
+from .registry import CONTEXT_FORMATS, FORMATS
 
 FORMAT = "auto"
-_CONTEXT = frozenset({"hf", "areal", "openrlhf"})  # parsers that read state from other lines
+# formats whose last record step another format's frames take (Parser.steps_from)
+_STEP_SOURCES = frozenset(p.steps_from for p in FORMATS.values() if p.steps_from)
 
 
 class AutoParser(Parser):
     format = FORMAT
     framework = "auto"
+    summary = ("`parse`, `doctor`: every line goes to the parser of the format found in it, "
+               "anywhere in the file (hundreds of lines of Ray/vLLM/NCCL noise first, several "
+               "formats interleaved); `serve`: the format of the first line that looks like "
+               "metrics")
 
     def __init__(self, make):
         super().__init__()
@@ -35,7 +41,7 @@ class AutoParser(Parser):
         p = self.parsers.get(fmt)
         if p is None:
             p = self.parsers[fmt] = self._make(fmt)
-            if fmt in _CONTEXT and self._held is not None:
+            if fmt in CONTEXT_FORMATS and self._held is not None:
                 # the line just before a format's first record may be its context (the HF
                 # bar history that says where the first dicts were written)
                 p.feed(self._held)
@@ -57,7 +63,7 @@ class AutoParser(Parser):
         if fmt is None:
             used = False
             for name, p in self.parsers.items():
-                if p.pending or name in _CONTEXT:
+                if p.pending or name in CONTEXT_FORMATS:
                     self._take(name, p, p.feed(line), out)
                     used = True
             if not used:
@@ -68,9 +74,8 @@ class AutoParser(Parser):
             if name != fmt and p.pending:  # another format's line closes an open record
                 self._take(name, p, p.feed(line), out)
         p = self._parser(fmt)
-        if fmt == "verl_validation":
-            vc = self.parsers.get("verl_console")
-            p.last_step = getattr(vc, "last_step", None)
+        if p.steps_from:
+            p.last_step = getattr(self.parsers.get(p.steps_from), "last_step", None)
         self._take(fmt, p, p.feed(line), out)
         return out
 
@@ -80,7 +85,7 @@ class AutoParser(Parser):
             self.formats.append(name)
             self.frameworks.append(p.framework)
             self.counts[name] = self.counts.get(name, 0) + 1
-            if name == "verl_console" and f.step is not None:
+            if f.step is not None and name in _STEP_SOURCES:
                 p.last_step = f.step
 
     def flush(self) -> list[Frame]:

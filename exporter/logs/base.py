@@ -18,6 +18,7 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import NamedTuple
 
 
@@ -235,13 +236,36 @@ def parse_pydict(text: str) -> tuple[dict | None, int]:
     return data, bad
 
 
+class Rule(NamedTuple):
+    """One shape of a format's lines, for detection. Every format's rules are tried in one
+    order, lowest `priority` first (logs/registry.py), on lines holding `gate`: a plain
+    substring that `test` implies, so most lines cost a substring check per rule. `example`
+    is a line of that shape: tests/unit/logs/test_registry.py checks that this rule, and no
+    earlier one, claims it."""
+    priority: int
+    gate: str
+    test: Callable[[str], bool]
+    example: str
+
+
 class Parser:
-    """Base class: subclasses implement feed(); multi-line ones also flush()/pending."""
+    """Base class: subclasses implement feed(); multi-line ones also flush()/pending.
+
+    A parser class describes its format; the registry (logs/registry.py) finds every one in
+    the package's modules and derives detection, the CLI's format lists and the docs from it."""
 
     format = "?"
     framework = "auto"
     aliases: tuple = ()    # other names users may pass to --format
     document = False       # read as one document (feed_document), not line by line
+    summary = ""           # what it reads, for docs/sidecar.md's table (markdown)
+    rules: tuple = ()      # Rule(priority, gate, test): how `auto` knows its lines
+    hints: tuple = ()      # words its metric lines are made of: a near miss shows the line
+    auxiliary = False      # a side print (validation dict, W&B summary, config): names a
+                           # file's format only when nothing else is there
+    startup = False        # its frames are a start-up print (a configuration), a restart
+    context = False        # reads state from lines of no format (HF's bars, AReaL's steps)
+    steps_from = ""        # in `auto`: a format whose last record step its frames may take
 
     def __init__(self):
         self.rejected: Counter = Counter()

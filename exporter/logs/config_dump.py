@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .base import Frame, Parser, brackets, number
+from .base import Frame, Parser, Rule, brackets, number
 
 VERL_FORMAT = "verl_config"
 ARGS_FORMAT = "megatron_args"
@@ -124,6 +124,16 @@ class VerlConfigParser(Parser):
 
     format = VERL_FORMAT
     framework = "verl"
+    auxiliary = startup = True
+    summary = ("veRL's start-up pprint of the whole Hydra config (hundreds of lines behind one Ray "
+               "prefix, other actors' lines interleaved) -> one frame without a step: "
+               "`config/n_mini` (train_batch_size / ppo_mini_batch_size * ppo_epochs), "
+               "`config/max_grad_norm`, `config/max_response_length`, "
+               "`config/rollout_gpu_memory_utilization`")
+    # before the dict formats (spool, verl_jsonl, llamafactory, ms_swift, hf): its first line
+    # is a Python dict whose settings may hold their keys
+    rules = (Rule(200, VERL_START, detect_verl,
+                  "(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {'checkpoint': {"),)
 
     def __init__(self):
         super().__init__()
@@ -177,6 +187,13 @@ class MegatronArgsParser(Parser):
 
     format = ARGS_FORMAT
     framework = "slime"
+    auxiliary = startup = True
+    summary = ("slime/Miles start-up argument table (`  clip_grad ...... 1.0` between the "
+               "`arguments` rulers) -> the same four `config/*` keys (n_mini = "
+               "num_steps_per_rollout, or rollout_batch_size * n_samples_per_prompt / "
+               "global_batch_size)")
+    # a ruler line has no other format's shape: anywhere after the dict formats
+    rules = (Rule(1100, "arguments ---", detect_args, "-------- arguments --------"),)
 
     def __init__(self):
         super().__init__()

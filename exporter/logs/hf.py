@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import Frame, Parser, dict_end, numeric, parse_pydict, step_of
+from .base import Frame, Parser, Rule, dict_end, numeric, parse_pydict, step_of
 
 FORMAT = "hf"
 STATE_FORMAT = "hf_state"
@@ -44,6 +44,14 @@ class HFConsoleParser(Parser):
     format = FORMAT
     aliases = ("trl",)
     framework = FRAMEWORK
+    context = True  # the tqdm bars between its dicts say which step each dict was written at
+    summary = ("HF Trainer / TRL printed dicts (`{'loss': ..., 'epoch': ...}`, values quoted as "
+               "transformers 5.x prints them read as numbers), tqdm bar fused or on its own line; "
+               "step from the training bar's `n/total` (a bar history where tqdm.write cleared "
+               "the bar dates the dicts printed after it); none when no bar says")
+    # the generic dict rule: after every format whose records are dicts holding its keys
+    rules = (Rule(1000, "{", detect, "{'loss': 0.6931, 'grad_norm': 1.25, 'epoch': 0.01}"),)
+    hints = ("'loss'", "'epoch'", "'learning_rate'", "'grad_norm'", "'reward'", "eval_")
 
     def __init__(self):
         super().__init__()
@@ -134,6 +142,9 @@ class HFStateParser(Parser):
     file_names = ("trainer_state.json",)
     framework = FRAMEWORK
     document = True
+    summary = ("`checkpoint-*/trainer_state.json` `log_history` (each new checkpoint's history is "
+               "de-duplicated); `auto` knows it by content (a JSON document with `log_history`), "
+               "whatever the file is called")
 
     @staticmethod
     def detect_document(head: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .base import Frame, Parser, numeric, step_of
+from .base import Frame, Parser, Rule, numeric, step_of
 
 FORMAT = "llamafactory"
 FRAMEWORK = "llamafactory"
@@ -28,6 +28,11 @@ class LlamaFactoryParser(Parser):
     format = FORMAT
     aliases = ALIASES
     framework = FRAMEWORK
+    summary = ("LLaMA-Factory's `trainer_log.jsonl` (`{\"current_steps\": N, \"total_steps\": T, "
+               "\"loss\": ..., \"lr\": ...}`); step `current_steps`")
+    # before hf: every record holds HF's "loss" and "epoch"
+    rules = (Rule(500, MARK, detect, '{"current_steps": 1, "total_steps": 5100, "loss": 0.6491, '
+                                    '"lr": 9.8e-10, "epoch": 0.0019}'),)
 
     def feed(self, line: str) -> list[Frame]:
         s = line.strip()

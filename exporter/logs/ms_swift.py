@@ -21,9 +21,12 @@ from __future__ import annotations
 import json
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, number, parse_pydict, step_of
+from .base import NOT_A_NUMBER, Frame, Parser, Rule, number, parse_pydict, step_of
 
 FORMAT = "ms_swift"
+# ms-swift's keys are TRL's plus its own progress keys: the catalog's "swift" vocabulary
+# (the format name "ms_swift" is one of that vocabulary's aliases, a separate namespace)
+FRAMEWORK = "swift"
 STEP_KEY = "global_step/max_steps"
 _PROGRESS = frozenset({"percentage", "elapsed_time", "remaining_time"})
 _STEP = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
@@ -36,24 +39,18 @@ def detect(line: str) -> bool:
                                                  or '"global_step": ' in line))
 
 
-def _framework() -> str:
-    # ms-swift's keys are TRL's plus its own progress keys: its own vocabulary, under the
-    # name the catalog gives it (the parser's format name "ms_swift" is one of its aliases)
-    try:
-        from ..catalog import FRAMEWORK_ALIASES, FRAMEWORKS
-    except Exception:  # pragma: no cover - the catalog always imports
-        return "trl"
-    name = FRAMEWORK_ALIASES.get(FORMAT, FORMAT)
-    return name if name in FRAMEWORKS else "trl"
-
-
-FRAMEWORK = _framework()
-
-
 class MsSwiftParser(Parser):
     format = FORMAT
     aliases = ("swift", "ms-swift")
     framework = FRAMEWORK
+    summary = ("ms-swift printed dicts and `logging.jsonl` lines (`'global_step/max_steps': "
+               "'2/4389'`, 2.x `'global_step': N`), values printed as strings read as numbers; "
+               "step from `global_step`")
+    # before openrlhf, slime and hf: its dicts are HF's plus global_step (also pasted
+    # without their braces)
+    rules = (Rule(600, "global_step", detect,
+                  "{'loss': 1.47, 'epoch': 0.01, 'global_step/max_steps': '1/94'}"),)
+    hints = ("global_step", "max_steps", "'memory(GiB)'", "train_speed", "frac_reward_zero_std")
 
     def feed(self, line: str) -> list[Frame]:
         if STEP_KEY not in line and "'global_step': " not in line \

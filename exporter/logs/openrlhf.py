@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, number, parse_pydict
+from .base import NOT_A_NUMBER, Frame, Parser, Rule, number, parse_pydict
 
 FORMAT = "openrlhf"
 FRAMEWORK = "openrlhf"
@@ -33,7 +33,7 @@ _DETECT_BAR = re.compile(r"\d+/\d+ \[[^\]]*?, [\w/.@-]+=[-+]?(?:\d|nan|inf)")
 
 
 def detect_dict(line: str) -> bool:
-    """`Global step N: {...}` (before slime's rule: it ends like `step N: {`)."""
+    """`Global step N: {...}` or `global_step N, eval_metrics: {...}`."""
     return _DETECT_DICT.search(line) is not None
 
 
@@ -49,6 +49,23 @@ def detect_bar(line: str) -> bool:
 class OpenRLHFParser(Parser):
     format = FORMAT
     framework = FRAMEWORK
+    context = True  # lines no rule claims reach it too (a bar whose postfix starts `lr=tensor(`)
+    summary = ("`Global step N: {...}`, `global_step N, eval_metrics: {...}`, tqdm postfix "
+               "`act_loss=..., reward=...` (also a bar quoted without its description; "
+               "`lr=tensor(5.4e-07)` unwrapped) and the short names of early releases (`Train "
+               "epoch [1/1]: ... pg=..., rm=..., glen=...`, and the 2023 status dict `{'pg': ..., "
+               "'cri': ..., 'glen': ..., 'k_coef': ...}`)")
+    rules = (
+        # before slime: "Global step 12: {" ends like slime's "step 12: {"
+        Rule(700, ": {", detect_dict, "ppo_trainer.py:547] ✨ Global step 12: {'policy_loss': 0.1}"),
+        # before hf, the generic dict rule: the status dict is a bare Python dict
+        Rule(950, "{'", detect_status, "{'pg': -0.0078, 'cri': 0.0099, 'rm': 0.38, 'glen': 942.7}"),
+        # before areal's ASCII table rule (tried last); a bar line has none of the other
+        # formats' shapes
+        Rule(1400, "=", detect_bar,
+             "Episode [1/20]:  50%|█████ | 5/10 [01:00<01:00, 12.0s/it, act_loss=-0.001]"),
+    )
+    hints = ("Global step", "policy_loss", "act_lr", "Episode [", "Train epoch [")
 
     def __init__(self):
         super().__init__()

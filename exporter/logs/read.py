@@ -13,8 +13,9 @@ comes with the line number where its record opened (a veRL record wrapped over t
 lines, an AReaL table) and the format and vocabulary that read it.
 
 A document format (`trainer_state.json`) is read whole: `Reader.document(text)`;
-`open_format(fmt, path, head)` says which format a file is, by content where `auto`
-(a JSON document with a `log_history` list is `hf_state`, whatever its name).
+`open_format(fmt, path, head)` (logs/detect.py) says which format a file is, by content
+where `auto` (a JSON document with a `log_history` list is `hf_state`, whatever its name).
+`make_parser(name)` is a format's parser, `auto`'s included.
 
 `starts` counts start-up banners seen (the HF Trainer's `***** Running training *****`,
 a veRL config dump, a Megatron argument table): a second one after frames is a restart
@@ -24,15 +25,15 @@ them per run, exporter/core/worker.py).
 """
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from . import DOCUMENT_FORMATS, FORMATS, canonical_format, make_parser
-from .base import Frame, LineAssembler, clean
+from .auto import AutoParser
+from .base import Frame, LineAssembler, Parser, clean
+from .detect import open_format
+from .registry import DOCUMENT_FORMATS, FORMATS, STARTUP_FORMATS, canonical_format
 
-# Formats whose frames are a start-up print (a configuration), not training steps.
-STARTUP_FORMATS = frozenset({"verl_config", "megatron_args"})
 _BANNER = re.compile(r"\*{5} Running training \*{5}")
 
 
@@ -44,19 +45,12 @@ class Read(NamedTuple):
     starts: int = 0     # start-up banners read since the previous frame (up to this one's line)
 
 
-def open_format(fmt: str, path: str | None = None, head: str | None = None) -> str:
-    """The format to read a file with: `fmt` itself, or where auto, a document format its
-    name or content shows (else "auto")."""
-    fmt = canonical_format(fmt)
-    if fmt != "auto":
-        return fmt
-    for name in DOCUMENT_FORMATS:
-        cls = FORMATS[name]
-        if path and os.path.basename(path) in getattr(cls, "file_names", ()):
-            return name
-        if head is not None and cls.detect_document(head):
-            return name
-    return fmt
+def make_parser(name: str) -> Parser:
+    """A new parser for a format name or alias; `auto` detects each line's format."""
+    name = canonical_format(name)
+    if name == "auto":
+        return AutoParser(make_parser)
+    return FORMATS[name]()
 
 
 class Reader:
@@ -113,6 +107,12 @@ class Reader:
             self._open = n
         return out
 
+    def read(self, lines: Iterable[str]) -> Iterator[Read]:
+        """Every frame of an iterable of lines, then what the end of input flushes."""
+        for line in lines:
+            yield from self.feed(line)
+        yield from self.flush()
+
     def flush(self) -> list[Read]:
         """Frames still being assembled (the end of input, or a pause in a followed file)."""
         out = self._tag(self.parser.flush(), self._open or self.lines)
@@ -150,8 +150,4 @@ def read_text(text: str, fmt: str = "auto", path: str | None = None) -> tuple[Re
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
-    out: list[Read] = []
-    for line in lines:
-        out.extend(reader.feed(line))
-    out.extend(reader.flush())
-    return reader, out
+    return reader, list(reader.read(lines))

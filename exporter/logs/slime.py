@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Frame, Parser, parse_pydict
+from .base import Frame, Parser, Rule, parse_pydict
 
 FORMAT = "slime"
 MILES_FORMAT = "miles"
@@ -20,11 +20,14 @@ _DETECT = re.compile(r"(?:^|[\s\]:-])(?:step|rollout|perf|eval|multi_turn|passra
 _MILES_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [^\]\s]+\]")
 
 
-def detect(line: str) -> str | None:
-    """"slime" or "miles" (Miles's logging prefix) for a `step N: {...}` record line."""
-    if _DETECT.search(line) is None:
-        return None
-    return MILES_FORMAT if _MILES_PREFIX.search(line) else FORMAT
+def detect(line: str) -> bool:
+    """A `step N: {...}` record line (slime's, or Miles')."""
+    return _DETECT.search(line) is not None
+
+
+def detect_miles(line: str) -> bool:
+    """A record line behind Miles's logging prefix (`[... 18:09:36.123 actor_cell0_rank0]`)."""
+    return _MILES_PREFIX.search(line) is not None and _DETECT.search(line) is not None
 
 _MSG = re.compile(r"(?:^|[\s\]:-])(step|rollout|perf|eval|multi_turn|passrate) (\d+): (\{.*\})\s*$")
 KINDS = ("step", "rollout", "perf", "eval", "multi_turn", "passrate")
@@ -41,6 +44,12 @@ class SlimeParser(Parser):
 
     format = FORMAT
     framework = "slime"
+    summary = ("`step N: {...}` / `rollout N:` / `perf N:` / `eval N:` behind any prefix (`[ts] "
+               "file.py:line - `, `(RolloutManager pid=...)`, another logger's); a dict broken "
+               "over lines is rejoined")
+    # before verl_validation and hf: a record's dict is a Python dict behind a message
+    rules = (Rule(810, ": {", detect, "[2026-08-21 17:14:19] model.py:918 - step 7: {'a/b': 1}"),)
+    hints = ("train/loss", "rollout/", "perf/", "step ", ": {")
 
     def __init__(self):
         super().__init__()
@@ -95,3 +104,9 @@ class SlimeParser(Parser):
 class MilesParser(SlimeParser):
     format = MILES_FORMAT
     framework = "miles"
+    summary = ("slime's records behind Miles's logging prefix (`[2026-08-21 18:09:36.123 "
+               "actor_cell0_rank0]`)")
+    # before slime: a Miles record is a slime record with Miles's logging prefix
+    rules = (Rule(800, ": {", detect_miles,
+                  "[2026-08-21 18:09:36.123 actor_cell0_rank0] utils.py:542 - step 7: {'a/b': 1}"),)
+    hints = ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..spool import VERSION, decode_data, encode, encode_value  # noqa: F401 (re-exported)
-from .base import Frame, Parser, step_of
+from .base import Frame, Parser, Rule, step_of
 
 FORMAT = "spool"
 _DETECT = re.compile(r'^\s*\{.*"spool":\s*1\b')
@@ -19,6 +19,11 @@ FRAMEWORK = "auto"
 class SpoolParser(Parser):
     format = FORMAT
     framework = FRAMEWORK
+    summary = ("rl-exporter's own JSONL (the spool format, docs/sidecar.md); the vocabulary is "
+               "each record's `framework`")
+    # before verl_jsonl, llamafactory, ms_swift and hf: a spooled frame holds any trainer's keys
+    rules = (Rule(300, '"spool"', detect,
+                  '{"spool":1,"ts":1724312345.1,"run":"grpo","step":12,"data":{"loss":0.5}}'),)
 
     def feed(self, line: str) -> list[Frame]:
         obj = self.json_record(line)

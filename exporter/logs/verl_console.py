@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, number
+from .base import NOT_A_NUMBER, Frame, Parser, Rule, number
 
 FORMAT = "verl_console"
 FRAMEWORK = "verl"
 
-# Detection (logs/detect.py orders the formats): "step:N - key:value ..." on one line, or
+# Detection: "step:N - key:value ..." on one line, or
 # "step:N" alone (behind any prefix) with one " - key:value" per following line.
 _DETECT = re.compile(r"(?:^|\s)step:-?\d+ - [^\s:]+:\S")
 _DETECT_HEAD = re.compile(r"(?:^|\s)step:-?\d+\s*$")
@@ -119,6 +119,13 @@ class VerlConsoleParser(Parser):
     format = FORMAT
     aliases = ("verl",)
     framework = FRAMEWORK
+    summary = ("`step:N - key:value - ...`, with or without Ray prefixes `(TaskRunner pid=1, "
+               "ip=...)`; `nan`/`inf`, NumPy 2 reprs `np.float64(x)`; hard-wrapped records "
+               "rejoined; one metric per line (`step:N` alone, then ` - key:value` lines)")
+    # first of all: its shape is the most specific, and the commonest line of a veRL log
+    rules = (Rule(100, "step:", detect, "step:1 - actor/entropy:0.52 - actor/pg_loss:np.float64(0.1)"),)
+    hints = ("step:", "step ", "actor/", "critic/", "timing_s/", "response_length/", "perf/",
+             "val-core/", "training/global_step")
 
     def __init__(self):
         super().__init__()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Frame, Parser, step_of
+from .base import Frame, Parser, Rule, step_of
 
 FORMAT = "verl_jsonl"
 FRAMEWORK = "verl"
@@ -23,6 +23,10 @@ class VerlJsonlParser(Parser):
     format = FORMAT
     aliases = ("jsonl",)
     framework = FRAMEWORK
+    summary = ("veRL `file` logger: `{\"step\":N,\"data\":{...}}`, null for NaN; truncated on "
+               "every trainer start")
+    # before llamafactory, ms_swift and hf: its data object may hold their keys
+    rules = (Rule(400, '"data"', detect, '{"step":1,"data":{"actor/entropy":0.52,"actor/kl":null}}'),)
 
     def feed(self, line: str) -> list[Frame]:
         obj = self.json_record(line)

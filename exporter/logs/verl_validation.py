@@ -21,14 +21,15 @@ from __future__ import annotations
 import ast
 import re
 
-from .base import Frame, Parser, parse_pydict
+from .base import Frame, Parser, Rule, parse_pydict
 
 FORMAT = "verl_validation"
+FRAMEWORK = "verl"
 
 
 def detect(line: str) -> bool:
     return "validation metrics: {" in line
-FRAMEWORK = "verl"
+
 
 _DICT = re.compile(r"(Initial|Final) validation metrics: (\{.*\})")
 _RAY = re.compile(r"^\((\w+) pid=\d+(?:, ip=[\d.]+)?\) ?")
@@ -39,6 +40,13 @@ _MAX_PIECES = 64
 class VerlValidationParser(Parser):
     format = FORMAT
     framework = FRAMEWORK
+    auxiliary = True  # printed around the step records: a veRL log's format is verl_console
+    steps_from = "verl_console"  # the Final print repeats the last step record's validation
+    summary = ("veRL's `\"Initial validation metrics: {...}\"` / `\"Final validation metrics: "
+               "{...}\"` prints (step 0 / the last step)")
+    # before hf: the print holds a Python dict
+    rules = (Rule(900, "validation metrics: {", detect,
+                  "(TaskRunner pid=1) \"Final validation metrics: {'val-core/gsm8k/acc': 0.92}\""),)
 
     def __init__(self):
         super().__init__()

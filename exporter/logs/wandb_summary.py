@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, number, step_of
+from .base import NOT_A_NUMBER, Frame, Parser, Rule, number, step_of
 
 FORMAT = "wandb"
 FRAMEWORK = "auto"
+_STEP_KEYS = ("training/global_step", "train/global_step", "global_step", "_step", "step")
 
 ROW = re.compile(r"(?:^|\s)wandb:\s+([^\s:][^\s]*)\s+(\S+)\s*$")
 
@@ -31,12 +32,17 @@ def detect(line: str) -> bool:
         return False
     m = ROW.search(line)
     return m is not None and number(m.group(2)) is not NOT_A_NUMBER
-_STEP_KEYS = ("training/global_step", "train/global_step", "global_step", "_step", "step")
 
 
 class WandbSummaryParser(Parser):
     format = FORMAT
     framework = FRAMEWORK
+    auxiliary = True  # every trainer that logs to wandb prints it at the end of its own log
+    summary = ("W&B's end-of-run `wandb: Run summary:` rows (`wandb: actor/entropy 0.41`); "
+               "`Run history` sparklines skipped; its keys are any trainer's (auto vocabulary)")
+    # after the dict formats: a summary row has no other format's shape
+    rules = (Rule(1200, "wandb:", detect, "(TaskRunner pid=13239) wandb:   actor/entropy 0.06955"),)
+    hints = ("wandb:", "Run summary", "Run history")
 
     def __init__(self):
         super().__init__()

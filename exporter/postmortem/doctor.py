@@ -56,11 +56,6 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
     os.makedirs(work, exist_ok=True)
     data = os.path.join(work, "data")
     if run is None:
-        from .logs import LogError, spool_runs
-        runs = spool_runs(paths[0])
-        if len(runs) > 1:
-            raise LogError(f"{paths[0]} holds {len(runs)} runs ({', '.join(runs[:10])}): pass "
-                           "--run with the one to examine")
         run = _run_name(paths[0])
     t0, c0 = time.perf_counter(), tools.cpu()
     try:
@@ -127,19 +122,14 @@ def _across_restarts(paths, run, work, ruleset, runbook, res, eval_interval, fmt
 
 
 def _run_name(path: str) -> str:
-    """The spool's own run label, else the log's file name."""
-    import json
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for _, line in zip(range(50), fh):
-                if line.startswith("{") and '"run"' in line:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(rec, dict) and isinstance(rec.get("run"), str) and rec["run"]:
-                        return rec["run"]
-    except OSError:
-        pass
+    """The spool's own run label (a spool of several runs needs --run), else the log's file
+    name."""
+    from .logs import LogError, spool_runs
+    runs = spool_runs(path)
+    if len(runs) > 1:
+        raise LogError(f"{path} holds {len(runs)} runs ({', '.join(runs[:10])}): pass "
+                       "--run with the one to examine")
+    if runs and runs[0]:
+        return runs[0]
     base = os.path.basename(path)
     return base.split(".", 1)[0] or "run"

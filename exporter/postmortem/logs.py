@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import os
 import re
 from dataclasses import dataclass, field
 
-from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
+from ..logs import AUXILIARY, Reader, canonical_format, detect, detect_line
+from ..logs.registry import names
 from ..logs.base import RAY_PREFIX, clean
 from ..logs.traceback import Crash, Tracebacks
+from ..spool import peek
 
-_SPOOL_TS = re.compile(r'"ts":\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
-_SPOOL_RUN = re.compile(r'"run":\s*("(?:[^"\\]|\\.)*")')
 _DATETIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?"
                        r"(Z|[+-]\d\d:?\d\d)?")
 _RAY_PREFIX = re.compile("^" + RAY_PREFIX)
@@ -32,8 +31,7 @@ LOOK_FURTHER = 200_000
 def line_time(line: str, fmt: str) -> float | None:
     """Unix seconds a raw log line carries, or None."""
     if fmt == "spool":
-        m = _SPOOL_TS.search(line, 0, 200)
-        return float(m.group(1)) if m else None
+        return peek(line)[1]
     if not line[:1].isdigit() and line[:1] != "[":
         if line[:1] not in ("\x1b", "("):
             return None
@@ -97,7 +95,7 @@ def sniff(path: str, fmt: str = "auto") -> str:
                        f"{path}: the file holds only blank lines")
     if found is None:
         raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
-                       f"(pass --format, one of: {', '.join(FORMATS)})")
+                       f"(pass --format, one of: {names()})")
     return found
 
 
@@ -111,24 +109,14 @@ def _records_follow(path: str) -> bool:
         return False
 
 
-def line_run(line: str) -> str | None:
-    """The `run` a spool record names (a sidecar's spool can hold several runs)."""
-    m = _SPOOL_RUN.search(line, 0, 400)
-    if m is None:
-        return None
-    try:
-        return json.loads(m.group(1))
-    except ValueError:
-        return None
-
-
 def spool_runs(path: str, lines: int = 20_000) -> list[str]:
-    """Runs named in the first `lines` records of a spool, in order of appearance."""
+    """Runs named in the first `lines` records of a spool (a sidecar's spool can hold
+    several), in order of appearance."""
     seen: dict[str, None] = {}
     try:
         with open_log(path) as fh:
             for raw in itertools.islice(fh, lines):
-                r = line_run(raw)
+                r = peek(raw)[0]
                 if r is not None:
                     seen.setdefault(r)
     except OSError:
@@ -158,7 +146,7 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
             for n, raw in enumerate(fh):
                 done += len(raw)
                 stats.bytes = done
-                if only_run is not None and line_run(raw) not in (only_run, None):
+                if only_run is not None and peek(raw)[0] not in (only_run, None):
                     stats.other_runs += 1
                     reader.skip()
                     continue

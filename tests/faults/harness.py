@@ -11,33 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import time
+
+from exporter.testing import verl_frame
 
 LIMIT = 2.0       # faulted p99 / fault-free p99
 ATTEMPTS = 3
 RESULTS: list[dict] = []  # printed as a table at the end of the session (conftest.py)
 
 
-def make_frame(seed: int = 0) -> dict:
-    rng = random.Random(seed)
-    f = {f"timing_s/phase_{i}": rng.uniform(0.1, 60) for i in range(20)}
-    for fam in ("critic/score", "critic/rewards", "critic/advantages", "critic/returns",
-                "response_length", "prompt_length", "global_seqlen", "num_turns"):
-        for stat in ("mean", "max", "min"):
-            f[f"{fam}/{stat}"] = rng.random()
-    for k in ("actor/pg_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/entropy",
-              "actor/grad_norm", "actor/lr", "critic/vf_loss", "perf/throughput",
-              "perf/total_num_tokens", "perf/time_per_step", "perf/mfu/actor"):
-        f[k] = rng.random()
-    i = 0
-    while len(f) < 150:
-        f[f"val-core/source_{i}/acc/mean@1"] = rng.random()
-        i += 1
-    return f
-
-
-FRAME = make_frame()
+FRAME = verl_frame(0)
 REWARDS = [i / 16 for i in range(16)]
 
 

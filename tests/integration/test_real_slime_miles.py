@@ -40,9 +40,9 @@ def slime_args(**kw):
 
 @pytest.fixture(autouse=True)
 def _reset_slime():
-    rlx_slime._reset_for_tests()
+    rlx_slime.finish()
     yield
-    rlx_slime._reset_for_tests()
+    rlx_slime.finish()
 
 
 def test_slime_logging_utils_exports_on_the_training_step_axis(monkeypatch):

@@ -20,7 +20,7 @@ import exporter.core.pipeline
 import exporter.hook
 from exporter import Exporter
 from exporter.core.worker import Item
-from exporter.testing import scrape
+from exporter.testing import free_port, scrape
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,12 +91,6 @@ def test_a_step_that_is_not_a_number_is_counted_and_the_frame_kept(ex, step):
     assert s[("rl_score", ())] == 0.5
     assert s[("rl_training_step", ())] == 3
     assert rejected(s, "bad_step") == 1
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(url: str) -> int:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 import time
 
 import pytest
 
 from exporter.hook import Exporter
-from exporter.testing import scrape
+from exporter.testing import phase_open, scrape
 from exporter.testing.nvml import FakeNVML
 from exporter.phases import LivePhases
 
@@ -142,19 +141,8 @@ def test_phase_from_another_thread_is_attributed():
     """The sampler thread reads what the training thread opened."""
     ex = Exporter(run="r", serve=False, gpu="off")
     try:
-        inside = threading.Event()
-        done = threading.Event()
-
-        def train():
-            with ex.timer("gen"):
-                inside.set()
-                done.wait(2)
-        t = threading.Thread(target=train)
-        t.start()
-        inside.wait(2)
-        assert ex.live_phases.current() == "gen"
-        done.set()
-        t.join()
+        with phase_open(ex, "gen"):
+            assert ex.live_phases.current() == "gen"
         assert ex.live_phases.current() == "none"
     finally:
         ex.close()

@@ -21,6 +21,24 @@ def test_round_trip_and_foreign_lines():
         assert spool.decode(bad) is None, bad[:20]
 
 
+def test_peek_reads_run_and_ts_from_the_head_as_decode_does():
+    data = {f"actor/k{i}": i / 7 for i in range(150)}  # a record is mostly its data
+    for run in ("grpo-7b", 'a "quoted" \\ run', "ünïcode", ""):
+        line = spool.encode(12, data, ts=1724312345.12, run=run, framework="verl")
+        rec = spool.decode(line)
+        assert spool.peek(line) == (rec["run"], rec["ts"]) == (run, 1724312345.12)
+        assert spool.peek("  " + line + "\n") == (run, 1724312345.12)
+    # the sidecar's extras (src, off, gen, ino) come after ts and run
+    line = spool.encode(1, data, ts=5.0, run="r", framework="trl", src="/logs/" + "x" * 200,
+                        off=10, gen=0, ino=1)
+    assert spool.peek(line) == ("r", 5.0)
+    assert spool.peek(spool.encode(1, {"a": 1})) == (None, None)       # neither written
+    assert spool.peek(spool.encode(1, {"a": 1}, ts=2)) == (None, 2.0)
+    for other in ('{"run": "x", "ts": 3, "data": {}}',                 # not a spool record
+                  'step:1 - run:"x"', "(TaskRunner pid=1) {'run': 'x'}", ""):
+        assert spool.peek(other) == (None, None)
+
+
 def test_a_line_is_written_whole_or_not_at_all(tmp_path):
     f = spool.SpoolFile(str(tmp_path / "s.jsonl"))
     assert f.append('{"spool":1,"data":{}}') is None

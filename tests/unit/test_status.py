@@ -14,6 +14,7 @@ import pytest
 
 from exporter import Exporter
 from exporter.stacks import HangWatch, access
+from exporter.testing import phase_open
 from exporter.core.thresholds import HangThresholds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,22 +47,9 @@ def test_status_fields_over_http():
         t0 = time.time() - 100
         for i in range(5):  # steps every 10 s, recorded with their own timestamps
             ex.process_now({"timing_s/gen": 4.0}, i, t0 + 10 * i)
-        release = threading.Event()
-        inside = threading.Event()
-
-        def hold():
-            with ex.timer("update_actor"):
-                inside.set()
-                release.wait(10)
-        t = threading.Thread(target=hold)
-        t.start()
-        inside.wait(5)
-        time.sleep(0.2)
-        try:
+        with phase_open(ex, "update_actor"):
+            time.sleep(0.2)
             status, ctype, body = get(base(ex) + "/status")
-        finally:
-            release.set()
-            t.join()
     st = json.loads(body)
     assert status == 200 and ctype == "application/json"
     assert st["schema"] == "rl-exporter/status/v1" and st["run"] == "st-a"

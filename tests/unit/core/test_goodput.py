@@ -128,7 +128,7 @@ def test_ledger_buckets_and_conservation():
 def test_backfill_of_the_spool_gives_the_same_ledger(tmp_path):
     """The hook's spool, replayed through backfill: the same frames, the same numbers
     (start-up is not in a log, so it is the one bucket that differs)."""
-    from exporter.logs import parse_lines
+    from exporter.logs import Reader
     from exporter.postmortem.replay import Replay  # what backfill and doctor replay through
     spool = tmp_path / "run.spool"
     t0 = 1_700_000_000.0
@@ -137,7 +137,7 @@ def test_backfill_of_the_spool_gives_the_same_ledger(tmp_path):
         live = counters(ex)
     recs = [json.loads(x) for x in spool.read_text().splitlines()]
     replay = Replay("gp-b", "verl")
-    for rec, (_, fr) in zip(recs, parse_lines(spool.read_text().splitlines(), "spool")):
+    for rec, fr in zip(recs, (r.frame for r in Reader("spool").read(spool.read_text().splitlines()))):
         replay.apply(fr.data, fr.step, rec["ts"])
     replayed = counters(replay.pipeline)
     assert any(x.startswith("rl_goodput_seconds_total{") for x in replay.render())

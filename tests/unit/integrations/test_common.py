@@ -148,3 +148,32 @@ def test_total_training_steps_is_captured_where_the_config_has_it():
     assert "total_training_steps" not in trl.config_values(args)          # epoch-based, not started
     assert trl.config_values(args, SimpleNamespace(max_steps=1200))["total_training_steps"] == 1200.0
     assert trl.config_values(SimpleNamespace(max_steps=300))["total_training_steps"] == 300.0
+
+
+def test_register_once_patches_once_per_class_and_never_raises(monkeypatch, caplog):
+    patched = []
+
+    class Base:
+        pass
+
+    class Sub(Base):
+        pass
+    patch = patched.append
+    assert _common.register_once("x", Base, None, patch, what="x") is Base
+    assert _common.register_once("x", Base, None, patch, what="x") is Base  # marked: once
+    assert _common.register_once("x", Sub, None, patch, what="x") is Sub   # its own mark
+    assert patched == [Base, Sub]
+
+    def missing():
+        import no_such_framework  # noqa: F401
+    with caplog.at_level(logging.ERROR, "rl_exporter"):
+        assert _common.register_once("x", None, missing, patch, what="x's tracking") is None
+    assert "x's tracking is not importable here" in caplog.text and "nothing registered" in caplog.text
+    registry = {}
+    for _ in range(2):  # idempotent itself: no mark on a dict
+        assert _common.register_once("x", registry, None, lambda m: m.setdefault("k", 1),
+                                     what="x", mark=False) is registry
+    assert registry == {"k": 1}
+    monkeypatch.setenv("RL_EXPORTER_DISABLE", "1")
+    assert _common.register_once("x", None, missing, patch, what="x") is None
+    assert patched == [Base, Sub]

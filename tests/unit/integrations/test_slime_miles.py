@@ -85,9 +85,9 @@ def make_slime_module():
 
 @pytest.fixture(autouse=True)
 def _reset_slime():
-    rlx_slime._reset_for_tests()
+    rlx_slime.finish()
     yield
-    rlx_slime._reset_for_tests()
+    rlx_slime.finish()
 
 
 def slime_args(**kw):
@@ -118,6 +118,10 @@ def test_slime_register_exports_with_training_step_axis():
     assert sum(1 for c in m.calls if c[0] == "tb") == len(frames)
     m.finish_tracking(args)
     assert t.exporter._closed and m.calls[-1] == ("finish",)
+    assert rlx_slime.tracker() is None  # forgotten: a second run in this process gets its own
+    m.init_tracking(args, primary=True)
+    t2 = rlx_slime.tracker()
+    assert t2 is not None and t2 is not t and not t2.exporter._closed
 
 
 def test_slime_secondary_process_port_offset(monkeypatch):

@@ -2,7 +2,7 @@
 settings the alert rules need, as config/<parameter> keys of one frame without a step."""
 from pathlib import Path
 
-from exporter.logs import clean, detect_format, detect_line, make_parser, parse_lines
+from exporter.logs import Reader, clean, detect_format, detect_line, make_parser
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 VERL = "verl/play_verl_ppo_config_dump_to_step1.log"
@@ -14,7 +14,7 @@ def lines(rel):
 
 
 def frames(rel, fmt="auto"):
-    return [f for _, f in parse_lines(lines(rel), fmt)]
+    return [r.frame for r in Reader(fmt).read(lines(rel))]
 
 
 def test_verl_hydra_config_pprint():
@@ -32,7 +32,7 @@ def test_verl_config_lines_of_other_actors_pass_by():
     text = lines(VERL)
     worker = next(x for x in text if "(WorkerDict pid=" in x)
     spliced = text[:50] + [worker] + text[50:]
-    got = [f for _, f in parse_lines(spliced, "auto") if "config/n_mini" in f.data]
+    got = [r.frame for r in Reader("auto").read(spliced) if "config/n_mini" in r.frame.data]
     assert got[0].data["config/n_mini"] == 4.0
 
 
@@ -73,6 +73,6 @@ def test_verl_total_training_steps_when_set():
     # the real dump has trainer.total_training_steps None (derived from the epochs): no total;
     # a set value is read
     text = [x.replace("'total_training_steps': None", "'total_training_steps': 400") for x in lines(VERL)]
-    got = [f for _, f in parse_lines(text, "auto") if "config/n_mini" in f.data]
+    got = [r.frame for r in Reader("auto").read(text) if "config/n_mini" in r.frame.data]
     assert got[0].data["config/total_training_steps"] == 400
     assert "config/total_training_steps" not in frames(VERL)[0].data

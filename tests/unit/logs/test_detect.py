@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from exporter.logs import detect_format, detect_line, make_parser, near_miss, parse_lines
+from exporter.logs import Reader, detect_format, detect_line, make_parser, near_miss
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 MANIFEST = json.loads((REAL / "MANIFEST.json").read_text(encoding="utf-8"))
 
 
 def frames(fmt, text):
-    return [(f.step, f.data) for _, f in parse_lines(text.split("\n"), fmt)]
+    return [(f.step, f.data) for f in (r.frame for r in Reader(fmt).read(text.split("\n")))]
 
 
 def auto(lines):

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from exporter.logs import detect, make_parser, parse_lines
+from exporter.logs import Reader, detect, make_parser
 from exporter.logs.base import clean, parse_pydict
 from exporter.testing import export_frame
 
@@ -11,7 +11,7 @@ NAN = float("nan")
 
 
 def frames(fmt, text):
-    return [(f.step, f.data) for _, f in parse_lines(text.split("\n"), fmt)]
+    return [(f.step, f.data) for f in (r.frame for r in Reader(fmt).read(text.split("\n")))]
 
 
 def same(a, b):

@@ -8,14 +8,14 @@ import math
 from pathlib import Path
 
 from exporter.catalog import CATALOG
-from exporter.logs import detect, parse_lines, read_text
+from exporter.logs import Reader, detect, read_text
 from exporter.logs.base import numeric, parse_pydict
 
 RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
 
 
 def frames(text: str, fmt: str = "auto"):
-    return [f for _, f in parse_lines(text.split("\n"), fmt)]
+    return [r.frame for r in Reader(fmt).read(text.split("\n"))]
 
 
 def test_quoted_numbers_are_numbers():
