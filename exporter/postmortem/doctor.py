@@ -128,13 +128,14 @@ def _across_restarts(paths, run, work, ruleset, runbook, res, eval_interval, fmt
 
 def _run_name(path: str) -> str:
     """The spool's own run label, else the log's file name."""
-    import json
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for _, line in zip(range(50), fh):
-                if line.startswith("{") and '"run"' in line:
+        from ..logs.base import parse_json
+        from ..logs.read import read_lines
+        with open(path, "rb") as fh:
+            for _, line in zip(range(50), read_lines(fh)):
+                if line is not None and line.startswith("{") and '"run"' in line:
                     try:
-                        rec = json.loads(line)
+                        rec = parse_json(line)
                     except ValueError:
                         continue
                     if isinstance(rec, dict) and isinstance(rec.get("run"), str) and rec["run"]:
