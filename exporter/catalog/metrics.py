@@ -479,7 +479,8 @@ SELF_METRICS: list[Metric] = [
       "spool's offsets, or from scratch without one), state_write (a checkpoint could not be "
       "written), spool_write (frames not written to --spool-out; still exported), spool_sync "
       "(the spool could not be fsynced at a checkpoint), file_unreadable (a matched file vanished or could not be opened before it was read), "
-      "no_frames (many lines read, none a frame: likely the wrong --source format). Each kind "
+      "truncated_unread (a file truncated or rewritten while bytes of it seen were still unread: "
+      "a lagging sidecar), no_frames (many lines read, none a frame: likely the wrong --source format). Each kind "
       "is logged once, then at most every 10 minutes.", "source", "kind", group="sidecar"),
     c("rl_exporter_stack_dumps_failed_total", "{dump}",
       "Hang stack dumps of the trainer serve could not take with py-spy, by reason: "
