@@ -263,7 +263,7 @@ class Exporter:
             if _modules.get("torch") is not None and \
                     not self._plain.issuperset(map(type, frame.values())):
                 frame = prepare_values(frame, self._plain, self.counts)
-            self._enqueue(frame, step, time.time())
+            self._enqueue(frame, step, time.time(), 0, time.monotonic())
         except Exception as e:  # the training loop never sees our exceptions
             self.counts.error("log", e)
 

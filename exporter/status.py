@@ -19,7 +19,7 @@ def _num(v):
 
 
 def build(ex, now: float | None = None) -> dict:
-    now = time.time() if now is None else now
+    given, now = now, time.time() if now is None else now
     store = ex.store
     step = _num(store.get("rl_training_step"))
     ts = _num(store.get("rl_training_step_timestamp_seconds"))
@@ -67,7 +67,7 @@ def build(ex, now: float | None = None) -> dict:
         "expected_step_seconds": round(expected, 3) if expected is not None else None,
         "stall_threshold_seconds": round(stall_limit, 3) if stall_limit is not None else None,
         "open_phases": phases,
-        "goodput": gp.snapshot(now) if gp is not None else None,
+        "goodput": gp.snapshot(given) if gp is not None else None,  # (monotonic when live)
         "eta_seconds": eta,
         "last_hang": None if last is None else {k: last[k] for k in last if k != "stacks"},
         "time": round(now, 3),

@@ -427,7 +427,9 @@ SELF_METRICS: list[Metric] = [
       "Frames dropped: reason=queue_full (oldest dropped), closed (log after close), not_a_mapping.",
       "reason", group="exporter"),
     c("rl_exporter_values_rejected_total", "{value}",
-      "Values not exported: reason=type|string|overflow|negative_counter|unknown_state|series_limit.",
+      "Values not exported: reason=type|string|overflow|negative_counter|unknown_state|series_limit"
+      "|bad_step (a step that is not a finite number)|implausible_step (a step absurdly far past "
+      "the last one: a unix time or 1e30 passed as the step).",
       "reason", group="exporter"),
     c("rl_exporter_nonfinite_values_total", "{value}", "NaN or infinite values received, per metric.",
       "metric", group="exporter"),

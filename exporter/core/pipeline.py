@@ -77,12 +77,20 @@ class Pipeline:
         a new segment). The hook's log() does the same with its own caller-thread checks first."""
         self.counts.received += 1
         self.banners += banners
-        self.enqueue(dict(frame), step, time.time() if ts is None else ts, self.banners)
+        if ts is None:
+            self.enqueue(dict(frame), step, time.time(), self.banners, time.monotonic())
+        else:
+            self.enqueue(dict(frame), step, ts, self.banners)
 
-    def enqueue(self, frame: dict, step, ts: float, starts: int = 0) -> None:
+    def enqueue(self, frame: dict, step, ts: float, starts: int = 0,
+                mono: float | None = None) -> None:
         """Queue a frame the caller owns (already copied and counted as received); the
-        oldest frame goes, counted, when the queue is full."""
-        item = (frame, step, ts) if not starts else (frame, step, ts, False, starts)
+        oldest frame goes, counted, when the queue is full. `mono`: time.monotonic() when
+        it was logged (the goodput's intervals; None for a recorded time)."""
+        if mono is not None:
+            item = (frame, step, ts, False, starts, mono)
+        else:
+            item = (frame, step, ts) if not starts else (frame, step, ts, False, starts)
         with self.qlock:
             if len(self.queue) >= self.queue_size:
                 self.queue.popleft()

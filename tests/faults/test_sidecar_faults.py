@@ -501,3 +501,19 @@ def test_a_line_nested_too_deep_costs_that_line_only(tmp_path):
     ledger(tmp_path, 20, dropped=1)
     assert 11 not in spooled(tmp_path)
     assert rej["bad_json"] == 1 and rej["error"] == 0, rej
+
+
+def test_a_log_line_with_an_absurd_step_is_rejected_not_booked_as_restart(tmp_path):
+    """The review's G4: `step:99999999999` among 60 veRL lines made every later interval
+    `restart` badput. The step is rejected (implausible_step); the frame is exported."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 31) + vline(99999999999) + lines(31, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    p = next(iter(sc.pipelines.values()))
+    p.flush()
+    restart, st = p.goodput.totals["restart"], p.stats()
+    sc.close()
+    assert restart == 0.0
+    assert st["values_rejected"].get("implausible_step") == 1, st["values_rejected"]
+    assert st["frames_processed"] == 61 and st["last_step"] == 60

@@ -189,10 +189,10 @@ def test_queue_full_drops_the_oldest_frames_and_counts_them():
     gate, seen = threading.Event(), []
     original = ex._worker.process
 
-    def slow(frame, step, ts):
+    def slow(frame, step, ts, *rest):
         gate.wait(5)
         seen.append(step)
-        original(frame, step, ts)
+        original(frame, step, ts, *rest)
 
     ex._worker.process = slow
     try:

@@ -81,9 +81,9 @@ def test_frames_left_at_close_are_counted():
     gate = threading.Event()
     original = ex._worker.process
 
-    def slow(frame, step, ts):
+    def slow(frame, step, ts, *rest):
         gate.wait(5)
-        original(frame, step, ts)
+        original(frame, step, ts, *rest)
 
     ex._worker.process = slow
     for i in range(5):
