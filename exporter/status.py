@@ -81,16 +81,25 @@ def _json_reply(start_response, body) -> list:
     return [data]
 
 
-def status_app(exporters):
+def status_app(exporters, token: str | None = None):
     """WSGI app for GET /status. `exporters` is a callable returning the exporters served:
     one -> its status object; several (the sidecar) -> {"runs": [...]}, or the one named by
-    ?run=NAME."""
+    ?run=NAME. Public, unless RL_EXPORTER_DEBUG_TOKEN (or `token`) is set: then it needs
+    that bearer token, as /debug/stacks does."""
+    import os
     from urllib.parse import parse_qs
+
+    from .stacks import TOKEN_ENV, token_required
+    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
     def app(environ, start_response):
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Allow", "GET"), ("Content-Type", "text/plain")])
             return [b"GET only\n"]
+        denied = token_required(environ, token)
+        if denied is not None:
+            start_response(denied[0], [("Content-Type", "text/plain")])
+            return [denied[1].encode()]
         exs = list(exporters())
         want = parse_qs(environ.get("QUERY_STRING", "")).get("run")
         if want:

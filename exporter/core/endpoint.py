@@ -123,6 +123,17 @@ class _QuietHandler(WSGIRequestHandler):
     def log_message(self, *args):  # scrapes every few seconds would flood the trainer's log
         pass
 
+    def get_environ(self):
+        """Plus both ends of the connection: /debug/stacks tells its client's user by them
+        (exporter/stacks.py)."""
+        env = super().get_environ()
+        env["rlx.peer"] = tuple(self.client_address[:2])
+        try:
+            env["rlx.local"] = tuple(self.connection.getsockname()[:2])
+        except OSError:
+            pass
+        return env
+
     def handle(self):
         try:
             super().handle()
