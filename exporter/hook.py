@@ -241,6 +241,7 @@ class Exporter:
         try:
             if self._closed:
                 reason = self._closed_reason
+                self.counts.received += 1  # handed to log() all the same: the ledger balances
                 self._dropped[reason] += 1
                 if reason == "forked" and self._dropped[reason] == 1:
                     log.warning("rl-exporter: run %s is exported by the parent process; frames "

@@ -51,6 +51,7 @@ class Pipeline:
             self.store.set("rl_run_info", 1.0, info)
         self.queue: collections.deque = collections.deque()
         self.queue_size = max(1, int(queue_size))
+        self.closed = False  # set first thing in close(): a frame queued after is counted
         self.banners = 0  # start-up banners the sources read so far (serve)
         self.qlock = threading.Lock()
         self.worker = Worker(store=self.store, catalog=catalog, framework=framework,
@@ -96,6 +97,13 @@ class Pipeline:
                 self.queue.popleft()
                 self.counts.dropped["queue_full"] += 1
             self.queue.append(item)
+            if self.closed:
+                # close() ran meanwhile (a signal handler that interrupted this very call):
+                # no worker takes the frame now. Counted here, unless close() already
+                # counted it with the rest of the queue (then it is gone from it).
+                if self.queue and self.queue[-1] is item:  # (we hold the lock: still last)
+                    self.queue.pop()
+                    self.counts.dropped["closed"] += 1
 
     def restore(self, frame: dict, step, ts: float) -> None:
         """Re-apply a frame exported before a restart: values, step and the step's timestamp
@@ -125,6 +133,7 @@ class Pipeline:
         could not process as dropped{close_timeout}, close the spool."""
         if deadline is None:
             deadline = time.monotonic() + timeout
+        self.closed = True
         w = self.worker
         # The worker (and device copies) stop a grace before the deadline: in the grace it
         # counts the rest of its batch, so the count below is complete and close() still ends
@@ -143,7 +152,11 @@ class Pipeline:
             finally:
                 self.qlock.release()
         else:
-            left = sum(fresh(x) for x in tuple(self.queue))
+            # (clear() too: a log() this handler interrupted, finding its frame gone from
+            # the queue once it resumes, knows it was counted here)
+            held = tuple(self.queue)
+            self.queue.clear()
+            left = sum(fresh(x) for x in held)
         if left:
             self.counts.drop("close_timeout", left)
         lost = self.counts.dropped.get("close_timeout", 0)
