@@ -19,6 +19,14 @@ def endpoint(port=0, **kw):
     return ep
 
 
+def until(cond, timeout: float = 30.0) -> None:
+    """Wait for a condition (a hang guard, not a speed bound)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
 def test_restart_binds_at_once_although_old_connections_are_in_time_wait():
     """The server closes each HTTP/1.0 connection first, so its side sits in TIME_WAIT
     for ~60 s: without SO_REUSEADDR a restarted exporter could not bind its port."""
@@ -27,10 +35,9 @@ def test_restart_binds_at_once_although_old_connections_are_in_time_wait():
     for _ in range(3):
         assert b"up_test" in urllib.request.urlopen(ep.url, timeout=5).read()
     ep.stop()
-    t0 = time.monotonic()
-    again = endpoint(port)
+    again = endpoint(port)  # without SO_REUSEADDR: EADDRINUSE, at once (no retry asked)
     try:
-        assert again.port == port and time.monotonic() - t0 < 2.0
+        assert again.port == port
         assert b"up_test" in urllib.request.urlopen(again.url, timeout=5).read()
     finally:
         again.stop()
@@ -42,7 +49,7 @@ def test_a_second_live_listener_on_the_port_still_fails():
         t0 = time.monotonic()
         with pytest.raises(OSError):
             endpoint(ep.port, bind_retry_s=0.6)
-        assert 0.5 <= time.monotonic() - t0 < 5.0  # retried for the time given, then gave up
+        assert 0.5 <= time.monotonic() - t0 < 60  # retried for the time given, then gave up
     finally:
         ep.stop()
 
@@ -64,14 +71,12 @@ def test_idle_connections_time_out_and_threads_are_capped():
     ep = endpoint(read_timeout_s=0.5, max_connections=4)
     try:
         idle = [socket.create_connection(("127.0.0.1", ep.port)) for _ in range(10)]
-        time.sleep(0.3)
         # 4 handler threads are busy with idle clients; the rest are refused at once, counted
-        assert ep.stats["refused"] >= 6, ep.stats
+        until(lambda: ep.stats["refused"] + ep.stats["evicted"] >= 6)
         assert sum(1 for t in threading.enumerate() if t.name.startswith("rl-exporter-http-")) <= 4
-        time.sleep(0.8)                     # the idle ones are dropped by the read timeout
+        until(lambda: ep.stats["timed_out"] >= 4)  # the idle ones dropped by the read timeout
         body = urllib.request.urlopen(ep.url, timeout=5).read()
         assert b"up_test" in body
-        assert ep.stats["timed_out"] >= 4, ep.stats
         for s in idle:
             s.close()
     finally:
