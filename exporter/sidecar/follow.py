@@ -3,7 +3,7 @@
 A FileFollower owns one path. Each poll() reads what was appended and returns
 events: ("line", text, start, end) for every complete line (a partial last line
 waits for its newline), ("eof", None, pos, pos) when the old file of a rotation has
-been read to its end, ("start", (gen, ino), off, off) when a file is opened (its lines
+been read to its end (at offset pos), ("start", (gen, ino), off, off) when a file is opened (its lines
 follow; gen and ino are the ones its lines belong to, even when the follower has moved
 on to a newer file within the same poll), ("reset", (gen, ino), 0, 0) when the file
 was truncated or replaced in place (veRL's JSONL is reopened with "wb" on every trainer
@@ -196,9 +196,8 @@ class FileFollower:
         self._recent.clear()
         self._skipping = False
         self.offset, self.fp_len, self.fp = 0, 0, ""
-        self.unverified = None
-        self.destroyed = False
-        if saved:
+        if saved:  # what the restart found (the track takes each once: a rotation may follow
+            self.unverified, self.destroyed = None, False  # in the same poll)
             self.gen = int(saved.get("gen", 0))
             off = int(saved.get("offset", 0))
             fp_len, fp = int(saved.get("fp_len", 0)), saved.get("fp", "")
@@ -435,7 +434,7 @@ class FileFollower:
                 raw = bytes(self._buf)
                 events.append(("line", raw.decode("utf-8", "replace"), self.offset,
                                self.offset + len(raw)))
-            events.append(("eof", None, 0, 0))
+            events.append(("eof", None, self.offset, self.offset))
             os.close(fd)
             self.fd = None
             self.rotations += 1

@@ -139,7 +139,14 @@ class Source:
 
     def _rewind(self, t: FileTrack) -> list:
         t.on_rewind()
-        return t.follower.rewind("rewritten while serve was down")
+        f = t.follower
+        if f.ino != t.ino:  # already on the next file (a rotation in the same poll)
+            f.lost += 1
+            log.warning("%s: the rotated file was rewritten while serve was down and cannot be "
+                        "read again: what it held before the mismatch is lost (counted in "
+                        "rl_exporter_source_errors_total{kind=\"truncated_unread\"})", t.path)
+            return []
+        return f.rewind("rewritten while serve was down")
 
     def _events(self, t: FileTrack, events: list) -> None:
         for kind, text, start, end in events:
@@ -152,7 +159,7 @@ class Source:
                 if not self.frames and "no_frames" not in self.errors:
                     self._no_frames_yet(text)
             elif kind == "eof":
-                self._apply(t, t.on_eof(), None)
+                self._apply(t, t.on_eof(start), None)
                 self.sidecar.checkpoint_soon()
             elif kind == "start":
                 # the record open before a restart, whose bytes were destroyed while down

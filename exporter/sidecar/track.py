@@ -101,10 +101,11 @@ class FileTrack:
         self.resume = offset
         if ident is not None:
             self.gen, self.ino = ident
-        if self.follower.unverified is not None:
+        unverified, self.follower.unverified = self.follower.unverified, None  # taken once
+        if unverified is not None:
             sl = self.spool_last
             if sl is not None and sl[0] == self.gen and sl[2].get("ino", self.ino) == self.ino \
-                    and 0 < sl[1] <= self.follower.unverified:
+                    and 0 < sl[1] <= unverified:
                 self.verify = (sl[1], sl[2])
             else:
                 log.warning("%s: no spool record to recognise what was exported before the "
@@ -176,10 +177,18 @@ class FileTrack:
         self.reader.drop_partial()
         return frames
 
-    def on_eof(self) -> list:
-        """The rotated-away file is read to its end: its last record is complete. The new
-        file's `start` event sets `resume` next."""
-        return self._flush()
+    def on_eof(self, end: int = 0) -> list:
+        """The rotated-away file is read to its end (`end`): its last record is complete.
+        The new file's `start` event sets `resume` next. Still being verified: that record
+        ends the verification (the file cannot be read again: at worst it is exported
+        twice, never lost)."""
+        frames = self._flush()
+        if self.verify is not None:
+            target, rec = self.verify
+            self.verify = None
+            if frames and end == target and _same(frames[-1], rec):
+                return []
+        return frames
 
     def on_reset(self, ident: tuple | None = None) -> list:
         """Truncated or rewritten in place: everything restarts at byte 0. The record

@@ -517,3 +517,25 @@ def test_a_log_line_with_an_absurd_step_is_rejected_not_booked_as_restart(tmp_pa
     assert restart == 0.0
     assert st["values_rejected"].get("implausible_step") == 1, st["values_rejected"]
     assert st["frames_processed"] == 61 and st["last_step"] == 60
+
+
+def test_spool_ahead_then_rotated_while_down_exactly_once(tmp_path):
+    """The review's r8 (kill9_rotate): killed with the spool ahead of the checkpoint, then
+    the file rotated while down. The old file, found by inode, is re-read up to the spool's
+    last record to prove the offset; the rotation noticed in the same poll must not make
+    the restart forget that (18 duplicated)."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 11))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.checkpoint = lambda: None            # the checkpoint lags the spool
+    append(log, lines(11, 19))
+    drain(sc)
+    kill9(sc)
+    append(log, lines(19, 51))              # while down: more, then rotated
+    os.rename(log, tmp_path / "train.log.50")
+    log.write_bytes(lines(51, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 60)
