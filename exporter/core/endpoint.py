@@ -183,10 +183,10 @@ class Endpoint:
                     return None
                 victim = min(slow, key=lambda c: c.start)
                 del self._conns[id(victim.sock)]
-                victim.close()
                 self._count("evicted", f"all {self.max_connections} connections taken: the "
                             "slowest request still arriving is closed to make room (counted; "
                             "logged once)")
+                victim.close()  # (counted first: whoever sees it closed sees it counted)
             conn = self._conns[id(sock)] = _Conn(sock, now)
             return conn
 
@@ -204,9 +204,9 @@ class Endpoint:
         late = [c for c in self._conns.values() if now - c.start > self.request_timeout_s]
         for c in late:
             del self._conns[id(c.sock)]
-            c.close()
             self._count("timed_out", f"a request took longer than {self.request_timeout_s:g} s "
                         "(a slow or stalled client): closed (counted; logged once)")
+            c.close()
 
     def _count(self, what: str, message: str | None = None) -> None:
         self.stats[what] += 1
