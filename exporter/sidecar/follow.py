@@ -23,7 +23,8 @@ Missing (or missing directory): wait. Lines longer than max_line_bytes are skipp
 without being buffered (counted as line_too_long). Bytes are decoded as UTF-8 with
 replacement, so binary garbage becomes unparseable text that parsers skip.
 
-State: checkpoint() gives {dev, ino, offset, fp_len, fp, gen, tail_at, tail_len, tail}; a
+State: checkpoint() gives {dev, ino, offset, fp_len, fp, gen, size, tail_at, tail_len,
+tail}; a
 follower built with that dict resumes at offset if the file is provably the same one
 (its fingerprints cover what was read before offset and match), follows the rotated
 file (found by inode in the same directory) from there if it was rotated while we were
@@ -98,7 +99,7 @@ class FileFollower:
             return self.saved
         offset = self.offset if offset is None else offset
         out = {"dev": self.dev, "ino": self.ino, "offset": offset,
-               "fp_len": self.fp_len, "fp": self.fp, "gen": self.gen}
+               "fp_len": self.fp_len, "fp": self.fp, "gen": self.gen, "size": self.size}
         tail = self._tail_before(offset)
         if tail is not None:  # (tail_at: the spool may move `offset` on, not the tail)
             out["tail_at"], out["tail_len"], out["tail"] = offset, len(tail), _fp(tail)
@@ -222,6 +223,7 @@ class FileFollower:
                 self.destroyed = True
                 log.info("%s was truncated or rewritten while we were down: reading from the start",
                          self.path)
+                self._lost_while_down(saved, off)
             else:
                 self.rotations += 1
                 self.gen += 1
@@ -235,6 +237,14 @@ class FileFollower:
         self.state = "following"
         os.lseek(fd, self.offset, os.SEEK_SET)
         events.append(("start", (self.gen, self.ino), self.offset, self.offset))
+
+    def _lost_while_down(self, saved: dict, off: int) -> None:
+        """The file was destroyed while we were down: the bytes the checkpoint had seen past
+        its offset, beyond the open record it kept (track.py rescues that), are lost."""
+        seen = saved.get("size")
+        kept = saved.get("pending_bytes", 0) if saved.get("pending_at") == off else 0
+        if isinstance(seen, int) and isinstance(kept, int) and seen > off + kept:
+            self._lost(seen - off - kept, "truncated or rewritten while serve was down")
 
     @staticmethod
     def _tail_ok(fd, saved: dict, off: int) -> bool:

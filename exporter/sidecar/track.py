@@ -70,6 +70,7 @@ class FileTrack:
             pend = f.pending_bytes(self.resume)
             if pend:
                 fs["pending"], fs["pending_at"] = pend.decode("utf-8", "replace"), self.resume
+                fs["pending_bytes"] = len(pend)
         return {"file": fs, "format": self.format}
 
     def rescue(self) -> list:

@@ -539,3 +539,27 @@ def test_spool_ahead_then_rotated_while_down_exactly_once(tmp_path):
     drain(sc)
     sc.close()
     ledger(tmp_path, 60)
+
+
+def test_bytes_seen_unread_at_a_crash_and_destroyed_while_down_are_counted(tmp_path, monkeypatch):
+    """Behind on a backlog when killed, and the trainer truncates the log while serve is
+    down: the bytes the last checkpoint had seen but not read are gone. Nothing can bring
+    them back; the restart counts them (truncated_unread) and reads the new content."""
+    from exporter.sidecar import follow
+    monkeypatch.setattr(follow, "READ_CHUNK", 4 << 10)
+    monkeypatch.setattr(follow, "POLL_BUDGET", 8 << 10)
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 401))          # ~35 KB: several polls
+    sc = start(tmp_path)
+    sc.poll_once()                          # part of it read, checkpointed with its size
+    kill9(sc)
+    read = len(spooled(tmp_path))
+    assert 0 < read < 399
+    log.write_bytes(lines(401, 421))
+    sc = start(tmp_path)
+    drain(sc)
+    errs = source_errors(sc)
+    sc.close()
+    # the unread rest of the first content; the record open at the crash is kept
+    ledger(tmp_path, 420, dropped=400 - read - 1)
+    assert errs["truncated_unread"] == 1, errs
