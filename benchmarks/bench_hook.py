@@ -99,9 +99,9 @@ def bench_caller(rounds: int, n: int) -> list[tuple[str, float, float]]:
     gate = _th.Event()
     real_process = ex._worker.process
 
-    def parked(frame, step, ts):
+    def parked(frame, step, ts, *rest):
         gate.wait()
-        real_process(frame, step, ts)
+        real_process(frame, step, ts, *rest)
 
     # floor: what any async hook must do
     import collections
