@@ -300,8 +300,8 @@ class Worker:
             return False
         jump = step - last
         strides = self._strides
-        stride = sorted(strides)[len(strides) // 2] if strides else 1.0
-        if jump <= max(JUMP_MIN, JUMP_FACTOR * stride):
+        if jump <= JUMP_MIN or jump <= JUMP_FACTOR * (  # (the median only for a long jump)
+                sorted(strides)[len(strides) // 2] if strides else 1.0):
             strides.append(jump)
             self._far.clear()
             return False
