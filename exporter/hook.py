@@ -226,6 +226,7 @@ class Exporter(ServedRun):
         try:
             if self._closed:
                 reason = self._closed_reason
+                self.counts.received += 1  # handed to log() all the same: the ledger balances
                 self._dropped[reason] += 1
                 if reason == "forked" and self._dropped[reason] == 1:
                     log.warning("rl-exporter: run %s is exported by the parent process; frames "
@@ -248,7 +249,7 @@ class Exporter(ServedRun):
             if _modules.get("torch") is not None and \
                     not self._plain.issuperset(map(type, frame.values())):
                 frame = prepare_values(frame, self._plain, self.counts)
-            self._enqueue(frame, step, time.time())
+            self._enqueue(frame, step, time.time(), 0, time.monotonic())
         except Exception as e:  # the training loop never sees our exceptions
             self.counts.error("log", e)
 

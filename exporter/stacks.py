@@ -9,8 +9,12 @@ captures once per hang:
   (before the first step: the stall floor since the exporter started).
 A capture is logged (a warning with the dump), appended to `<spool>.stacks` beside the spool
 when one is on, and kept for `GET /debug/stacks`, which also answers on demand with the
-stacks of now. That route is loopback-only unless RL_EXPORTER_DEBUG_TOKEN is set; with a
-token it needs `Authorization: Bearer <token>` from any address (like /ingest).
+stacks of now (taken at most once a second, however many ask). Stacks are the owner's
+only: without RL_EXPORTER_DEBUG_TOKEN the route answers a loopback client whose socket
+belongs to the exporter's own user (or root), read from the kernel's socket table
+(/proc/net/tcp, tcp6; elsewhere than Linux: any loopback client). With the token set it
+needs `Authorization: Bearer <token>` from any address (like /ingest), and so does
+/status, which is otherwise public (docs/status.md).
 """
 from __future__ import annotations
 
@@ -32,10 +36,13 @@ TOKEN_ENV = "RL_EXPORTER_DEBUG_TOKEN"
 MAX_DUMP_BYTES = 256 * 1024  # one dump; a deep recursion in 200 threads stays readable
 MAX_FRAMES = 80              # innermost frames kept per thread
 CHECK_S = 1.0
+ON_DEMAND_S = 1.0            # an on-demand dump is reused by every request for this long
 
 
 def dump_stacks(header: str = "", max_bytes: int = MAX_DUMP_BYTES) -> str:
-    """Every thread's Python stack (innermost call last), the calling thread marked."""
+    """Every thread's Python stack (innermost call last), the calling thread marked. Only
+    the innermost MAX_FRAMES frames of each are walked and formatted (a 900-deep stack in
+    each of 200 threads took 2.6 s when whole stacks were formatted, then cut)."""
     names = {t.ident: t for t in threading.enumerate()}
     me = threading.get_ident()
     parts = [header] if header else []
@@ -43,7 +50,7 @@ def dump_stacks(header: str = "", max_bytes: int = MAX_DUMP_BYTES) -> str:
         t = names.get(ident)
         name = t.name if t is not None else "?"
         flags = (" daemon" if t is not None and t.daemon else "") + (" (this dump)" if ident == me else "")
-        lines = traceback.format_stack(frame)[-MAX_FRAMES:]
+        lines = traceback.format_list(traceback.extract_stack(frame, limit=MAX_FRAMES))
         parts.append(f'Thread "{name}" ident={ident}{flags}:\n' + "".join(lines))
     text = "\n".join(parts)
     if len(text.encode("utf-8", "replace")) > max_bytes:
@@ -52,25 +59,95 @@ def dump_stacks(header: str = "", max_bytes: int = MAX_DUMP_BYTES) -> str:
     return text
 
 
-def _loopback(addr: str) -> bool:
+def _ip(addr: str):
+    """An address as an ipaddress object, an IPv4-mapped IPv6 one as the IPv4 it maps
+    (a dual-stack listener on "::" sees 127.0.0.1 as ::ffff:127.0.0.1); None if not one."""
     try:
-        return ipaddress.ip_address(addr.split("%")[0]).is_loopback
+        ip = ipaddress.ip_address(addr.split("%")[0])
     except ValueError:
-        return addr in ("localhost",)
+        return None
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return mapped if mapped is not None else ip
+
+
+def _loopback(addr: str) -> bool:
+    ip = _ip(addr)
+    return ip.is_loopback if ip is not None else addr in ("localhost",)
+
+
+def _proc_addr(text: str):
+    """`0100007F:1F90` (or tcp6's 32 hex digits) from /proc/net/tcp as (ip, port)."""
+    host, port = text.split(":")
+    raw = bytes.fromhex(host)
+    # each 32-bit word is in the host's byte order (little-endian on the Linux we serve)
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)) \
+        if sys.byteorder == "little" else raw
+    ip = ipaddress.ip_address(raw)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped if mapped is not None else ip), int(port, 16)
+
+
+def peer_uid(peer: tuple, local: tuple) -> int | None:
+    """The user owning the client end of a local TCP connection (the kernel's socket
+    table: the client's socket is the one whose local address is our peer and whose remote
+    address is us); None where it cannot be told (not Linux, not found)."""
+    want_peer, want_local = (_ip(peer[0]), int(peer[1])), (_ip(local[0]), int(local[1]))
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name, encoding="ascii") as f:
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    if len(fields) < 8:
+                        continue
+                    try:
+                        if _proc_addr(fields[1]) == want_peer and \
+                                _proc_addr(fields[2]) == want_local:
+                            return int(fields[7])
+                    except ValueError:
+                        continue
+        except OSError:
+            continue
+    return None
+
+
+def bearer_ok(environ, token: str) -> bool:
+    """`Authorization: Bearer <token>` (the scheme case-insensitive, as for /ingest)."""
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    given = auth[7:].strip().encode() if auth[:7].lower() == "bearer " else b""
+    return hmac.compare_digest(given, token.encode())
+
+
+def _owner(environ) -> bool:
+    """The client's socket belongs to this process's user (or root). Where the socket
+    table cannot be read (not Linux), any loopback client counts."""
+    peer, local = environ.get("rlx.peer"), environ.get("rlx.local")
+    if peer is None or local is None or not os.path.exists("/proc/net/tcp"):
+        return True
+    uid = peer_uid(peer, local)
+    return uid is not None and uid in (os.getuid(), 0)
 
 
 def access(environ, token: str | None) -> tuple[str, str] | None:
     """None when the request may read the stacks, else (HTTP status, reason)."""
     if token:
-        auth = environ.get("HTTP_AUTHORIZATION", "")
-        given = auth[7:].strip().encode() if auth.startswith("Bearer ") else b""
-        if hmac.compare_digest(given, token.encode()):
+        if bearer_ok(environ, token):
             return None
         return "401 Unauthorized", "missing or wrong bearer token\n"
-    if _loopback(environ.get("REMOTE_ADDR", "")):
+    if not _loopback(environ.get("REMOTE_ADDR", "")):
+        return ("403 Forbidden", f"/debug/stacks answers loopback clients only; set {TOKEN_ENV} on "
+                "the exporter and send it as a bearer token to read it from elsewhere\n")
+    if not _owner(environ):
+        return ("403 Forbidden", "/debug/stacks answers the exporter's own user only; set "
+                f"{TOKEN_ENV} on the exporter and send it as a bearer token to share it\n")
+    return None
+
+
+def token_required(environ, token: str | None) -> tuple[str, str] | None:
+    """For /status: public, unless the token is set (then as for /debug/stacks)."""
+    if not token or bearer_ok(environ, token):
         return None
-    return ("403 Forbidden", f"/debug/stacks answers loopback clients only; set {TOKEN_ENV} on "
-            "the exporter and send it as a bearer token to read it from elsewhere\n")
+    return "401 Unauthorized", "missing or wrong bearer token\n"
 
 
 _WATCHES: "weakref.WeakSet[HangWatch]" = weakref.WeakSet()
@@ -224,9 +301,22 @@ def guarded_text_app(body, max_bytes: int, token: str | None = None):
 
 
 def stacks_app(exporter, token: str | None = None):
-    """WSGI app for GET /debug/stacks: the stacks now, then the last hang's capture."""
+    """WSGI app for GET /debug/stacks: the stacks now (one dump serves every request of the
+    same second), then the last hang's capture."""
+    cache: list = [float("-inf"), ""]
+    lock = threading.Lock()
+
+    def now_stacks() -> str:
+        with lock:  # concurrent requests wait for the one dump being taken
+            t = time.monotonic()
+            if t - cache[0] >= ON_DEMAND_S:
+                cache[1] = dump_stacks(f"# rl-exporter stacks on demand: run {exporter.run}, "
+                                       f"pid {os.getpid()}\n")
+                cache[0] = time.monotonic()
+            return cache[1]
+
     def body() -> str:
-        text = dump_stacks(f"# rl-exporter stacks on demand: run {exporter.run}, pid {os.getpid()}\n")
+        text = now_stacks()
         watch = exporter.hang_watch
         last = watch.last() if watch is not None else None
         if last is not None:

@@ -21,7 +21,7 @@ def _num(v):
 
 def build(ex, now: float | None = None) -> dict:
     """The status object of one served run."""
-    now = time.time() if now is None else now
+    given, now = now, time.time() if now is None else now
     store = ex.store
     step = _num(store.get("rl_training_step"))
     ts = _num(store.get("rl_training_step_timestamp_seconds"))
@@ -67,7 +67,7 @@ def build(ex, now: float | None = None) -> dict:
         "expected_step_seconds": round(expected, 3) if expected is not None else None,
         "stall_threshold_seconds": round(stall_limit, 3) if stall_limit is not None else None,
         "open_phases": phases,
-        "goodput": gp.snapshot(now),
+        "goodput": gp.snapshot(given),  # (monotonic when live)
         "eta_seconds": eta,
         "last_hang": None if last is None else {k: last[k] for k in last if k != "stacks"},
         "time": round(now, 3),
@@ -81,16 +81,25 @@ def _json_reply(start_response, body) -> list:
     return [data]
 
 
-def status_app(exporters):
+def status_app(exporters, token: str | None = None):
     """WSGI app for GET /status. `exporters` is a callable returning the served runs:
     one -> its status object; several (the sidecar) -> {"runs": [...]}, or the one named by
-    ?run=NAME."""
+    ?run=NAME. Public, unless RL_EXPORTER_DEBUG_TOKEN (or `token`) is set: then it needs
+    that bearer token, as /debug/stacks does."""
+    import os
     from urllib.parse import parse_qs
+
+    from .stacks import TOKEN_ENV, token_required
+    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
     def app(environ, start_response):
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Allow", "GET"), ("Content-Type", "text/plain")])
             return [b"GET only\n"]
+        denied = token_required(environ, token)
+        if denied is not None:
+            start_response(denied[0], [("Content-Type", "text/plain")])
+            return [denied[1].encode()]
         exs = list(exporters())
         want = parse_qs(environ.get("QUERY_STRING", "")).get("run")
         if want:

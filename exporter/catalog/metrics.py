@@ -427,7 +427,9 @@ SELF_METRICS: list[Metric] = [
       "Frames dropped: reason=queue_full (oldest dropped), closed (log after close), not_a_mapping.",
       "reason", group="exporter"),
     c("rl_exporter_values_rejected_total", "{value}",
-      "Values not exported: reason=type|string|overflow|negative_counter|unknown_state|series_limit.",
+      "Values not exported: reason=type|string|overflow|negative_counter|unknown_state|series_limit"
+      "|bad_step (a step that is not a finite number)|implausible_step (a step absurdly far past "
+      "the last one: a unix time or 1e30 passed as the step).",
       "reason", group="exporter"),
     c("rl_exporter_nonfinite_values_total", "{value}", "NaN or infinite values received, per metric.",
       "metric", group="exporter"),
@@ -479,7 +481,8 @@ SELF_METRICS: list[Metric] = [
       "spool's offsets, or from scratch without one), state_write (a checkpoint could not be "
       "written), spool_write (frames not written to --spool-out; still exported), spool_sync "
       "(the spool could not be fsynced at a checkpoint), file_unreadable (a matched file vanished or could not be opened before it was read), "
-      "no_frames (many lines read, none a frame: likely the wrong --source format). Each kind "
+      "truncated_unread (a file truncated or rewritten while bytes of it seen were still unread: "
+      "a lagging sidecar), no_frames (many lines read, none a frame: likely the wrong --source format). Each kind "
       "is logged once, then at most every 10 minutes.", "source", "kind", group="sidecar"),
     c("rl_exporter_stack_dumps_failed_total", "{dump}",
       "Hang stack dumps of the trainer serve could not take with py-spy, by reason: "

@@ -42,8 +42,9 @@ def add_arguments(p):
                    help="seconds between state-file writes (default 1)")
     p.add_argument("--idle-flush", type=float, default=0.5,
                    help="seconds an open multi-line record may wait for its continuation (default 0.5)")
-    p.add_argument("--max-line-bytes", type=int, default=1 << 20,
-                   help="longer lines are skipped and counted (default 1 MiB)")
+    p.add_argument("--max-line-bytes", type=int, default=1 << 20,  # logs.read.MAX_LINE_BYTES
+                   help="longer lines are skipped and counted (default 1 MiB, the cap doctor "
+                        "and backfill apply too)")
     p.add_argument("--spool-out", default=None,
                    help="also append every frame to this spool JSONL (replayable with "
                         "`--source spool:PATH`; keeps frames exactly once across crashes)")

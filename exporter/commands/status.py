@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -59,8 +60,11 @@ def render(st: dict) -> str:
 
 def run(args) -> int:
     url = status_url(args.url, args.run)
+    from ..stacks import TOKEN_ENV
+    token = os.environ.get(TOKEN_ENV, "").strip()  # the exporter's, where it has one set
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=args.timeout) as r:
+        with urllib.request.urlopen(req, timeout=args.timeout) as r:
             body = r.read().decode("utf-8")
     except (urllib.error.URLError, OSError, ValueError) as e:
         print(f"rl-exporter status: cannot read {url}: {e}", file=sys.stderr)

@@ -2,9 +2,15 @@
 Accept header; HEAD too), /healthz, and any POST routes a component adds (the
 sidecar's /ingest). Bound to 127.0.0.1 unless told otherwise.
 
-Bounded: a connection that sends nothing for read_timeout_s is closed, and at most
-max_connections are served at once; one more is answered 503 at once and counted
-(stats["refused"], said once), so idle or slow clients cannot pile up threads.
+Bounded, and slow clients cannot starve it: each connection (one request: HTTP/1.0) has
+a deadline, request_timeout_s from its accept to its close, and one read that waits
+read_timeout_s ends it too (both counted in stats["timed_out"]). At most max_connections
+are served at once. When all are taken, the oldest connection that has been sending its
+request for longer than EVICT_AFTER_S without it being answered (one byte of header a
+second, a body dripped) is closed to make room (stats["evicted"]): a scraper, whose
+request arrives at once, always gets a slot. Only when every slot is held by a request
+younger than that, or already being answered, is the newcomer answered 503 at once
+(stats["refused"]). Each is said once.
 Restartable: SO_REUSEADDR lets a restarted exporter bind while the previous one's
 connections sit in TIME_WAIT (Linux still refuses a second live listener), and
 start() retries a port in use for bind_retry_s (default 0: at once) before raising, and
@@ -30,6 +36,45 @@ DEFAULT_ADDR = "127.0.0.1"
 
 _BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
          b"Connection: close\r\nRetry-After: 1\r\n\r\ntoo many connections\n")
+EVICT_AFTER_S = 0.25  # a request still arriving after this long may lose its slot to a new one
+_tls = threading.local()  # the connection the serving thread is on
+
+
+class _Conn:
+    __slots__ = ("sock", "start", "answering", "closed")
+
+    def __init__(self, sock, start: float):
+        self.sock, self.start, self.answering, self.closed = sock, start, False, False
+
+    def close(self) -> None:
+        """End the exchange from another thread: the serving thread's read or write fails
+        at once, and it returns."""
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def accepts_gzip(header: str | None) -> bool:
+    """Whether an Accept-Encoding header admits gzip (RFC 9110: `gzip;q=0` and `*;q=0`
+    refuse it; prometheus_client checks only that the name appears)."""
+    star = None
+    for part in (header or "").split(","):
+        name, *params = [x.strip() for x in part.split(";")]
+        q = 1.0
+        for prm in params:
+            if prm[:2].lower() == "q=":
+                try:
+                    q = float(prm[2:])
+                except ValueError:
+                    q = 0.0
+        name = name.lower()
+        if name == "gzip":
+            return q > 0
+        if name == "*":
+            star = q > 0
+    return bool(star)
 
 
 class _Server(ThreadingMixIn, WSGIServer):
@@ -42,9 +87,10 @@ class _Server(ThreadingMixIn, WSGIServer):
 
     def process_request(self, request, client_address):
         ep = self.endpoint
-        if not ep._slots.acquire(blocking=False):
-            ep._count("refused", f"more than {ep.max_connections} connections at once: "
-                      "answering 503 (counted; logged once)")
+        conn = ep._admit(request)
+        if conn is None:
+            ep._count("refused", f"{ep.max_connections} connections at once, none of them a "
+                      "slow request: answering 503 (counted; logged once)")
             try:
                 request.settimeout(0.5)
                 request.sendall(_BUSY)
@@ -52,15 +98,20 @@ class _Server(ThreadingMixIn, WSGIServer):
                 pass
             self.shutdown_request(request)
             return
-        t = threading.Thread(target=self._serve_one, args=(request, client_address),
+        t = threading.Thread(target=self._serve_one, args=(request, client_address, conn),
                              name=f"rl-exporter-http-{client_address[1]}", daemon=True)
         t.start()
 
-    def _serve_one(self, request, client_address):
+    def _serve_one(self, request, client_address, conn):
+        _tls.conn = conn
         try:
             self.process_request_thread(request, client_address)
         finally:
-            self.endpoint._slots.release()
+            _tls.conn = None
+            self.endpoint._release(conn)
+
+    def service_actions(self):  # serve_forever's loop, every poll interval
+        self.endpoint._reap(time.monotonic())
 
 
 class _Server6(_Server):
@@ -73,26 +124,41 @@ class _QuietHandler(WSGIRequestHandler):
     def log_message(self, *args):  # scrapes every few seconds would flood the trainer's log
         pass
 
+    def get_environ(self):
+        """Plus both ends of the connection: /debug/stacks tells its client's user by them
+        (exporter/stacks.py)."""
+        env = super().get_environ()
+        env["rlx.peer"] = tuple(self.client_address[:2])
+        try:
+            env["rlx.local"] = tuple(self.connection.getsockname()[:2])
+        except OSError:
+            pass
+        return env
+
     def handle(self):
         try:
             super().handle()
         except socket.timeout:  # an idle or slow client: closed, counted
             self.server.endpoint._count("timed_out")
             self.close_connection = True
+        except OSError:  # closed under it: past its deadline, or evicted (counted there)
+            self.close_connection = True
 
 
 class Endpoint:
     def __init__(self, registry, addr: str = DEFAULT_ADDR, port: int = DEFAULT_PORT,
-                 health=None, *, read_timeout_s: float = 10.0, max_connections: int = 64,
-                 bind_retry_s: float = 0.0):
+                 health=None, *, read_timeout_s: float = 10.0, request_timeout_s: float = 10.0,
+                 max_connections: int = 64, bind_retry_s: float = 0.0):
         self.registry = registry
         self.addr = addr
         self.port = port
         self.read_timeout_s = read_timeout_s
+        self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
         self.bind_retry_s = bind_retry_s
-        self._slots = threading.BoundedSemaphore(max_connections)
-        self.stats = {"refused": 0, "timed_out": 0}
+        self._conns: dict[int, _Conn] = {}   # id(socket) -> connection being served
+        self._conns_lock = threading.Lock()
+        self.stats = {"refused": 0, "timed_out": 0, "evicted": 0}
         self.scraped = threading.Event()  # set by the first GET/HEAD of /metrics
         self._said: set = set()
         self.health = health or (lambda: {"status": "ok"})
@@ -104,6 +170,45 @@ class Endpoint:
     def add_route(self, path: str, app) -> None:
         self.routes[path] = app
 
+    # ------------------------------------------------------------ connection slots
+    def _admit(self, sock) -> _Conn | None:
+        """A slot for a new connection: a free one, else the one of the oldest request
+        still arriving after EVICT_AFTER_S (closed, counted); None: refuse it."""
+        now = time.monotonic()
+        with self._conns_lock:
+            self._reap_locked(now)
+            if len(self._conns) >= self.max_connections:
+                slow = [c for c in self._conns.values()
+                        if not c.answering and now - c.start >= EVICT_AFTER_S]
+                if not slow:
+                    return None
+                victim = min(slow, key=lambda c: c.start)
+                del self._conns[id(victim.sock)]
+                self._count("evicted", f"all {self.max_connections} connections taken: the "
+                            "slowest request still arriving is closed to make room (counted; "
+                            "logged once)")
+                victim.close()  # (counted first: whoever sees it closed sees it counted)
+            conn = self._conns[id(sock)] = _Conn(sock, now)
+            return conn
+
+    def _release(self, conn: _Conn) -> None:
+        with self._conns_lock:
+            if self._conns.get(id(conn.sock)) is conn:
+                del self._conns[id(conn.sock)]
+
+    def _reap(self, now: float) -> None:
+        with self._conns_lock:
+            self._reap_locked(now)
+
+    def _reap_locked(self, now: float) -> None:
+        """Close every connection past its deadline (the slot is free at once)."""
+        late = [c for c in self._conns.values() if now - c.start > self.request_timeout_s]
+        for c in late:
+            del self._conns[id(c.sock)]
+            self._count("timed_out", f"a request took longer than {self.request_timeout_s:g} s "
+                        "(a slow or stalled client): closed (counted; logged once)")
+            c.close()
+
     def _count(self, what: str, message: str | None = None) -> None:
         self.stats[what] += 1
         if message and what not in self._said:
@@ -111,6 +216,19 @@ class Endpoint:
             log.warning("rl-exporter endpoint: %s", message)
 
     def _app(self, environ, start_response):
+        conn = getattr(_tls, "conn", None)
+        if conn is None:
+            return self._route(environ, start_response)
+        if environ.get("CONTENT_LENGTH", "") in ("", "0"):  # no body to wait for: it has
+            conn.answering = True                            # arrived (a scrape renders now)
+            return self._route(environ, start_response)
+
+        def answer(status, headers, exc_info=None):
+            conn.answering = True  # the request (its body too) has arrived: not evictable
+            return start_response(status, headers, exc_info)
+        return self._route(environ, answer)
+
+    def _route(self, environ, start_response):
         path = environ.get("PATH_INFO", "/")
         method = environ.get("REQUEST_METHOD", "GET")
         if path in self.routes:
@@ -121,6 +239,9 @@ class Endpoint:
             return [b"read-only endpoint\n"]
         if path == "/metrics":
             self.scraped.set()
+            # what prometheus_client's app (which looks for the name only) should see
+            gz = accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING"))
+            environ = dict(environ, HTTP_ACCEPT_ENCODING="gzip" if gz else "identity")
             if method == "HEAD":  # prometheus_client's app answers 405 to HEAD
                 body = self._metrics_app(dict(environ, REQUEST_METHOD="GET"), start_response)
                 close = getattr(body, "close", None)

@@ -17,6 +17,12 @@ the wall time since the previous step (its interval) is split:
   left exceeds the stall threshold (exporter/core/thresholds.py, the RLRunStalled condition);
 - step: the rest (productive).
 
+Intervals are measured on time.monotonic() (stamped when the frame was logged), so an
+NTP step or a VM pause of the wall clock is not time spent: +1 h then -2 h of wall clock
+books nothing. The wall clock is used only where no monotonic stamp exists: recorded
+frames (backfill's replays) and the first interval after a restart (the last step's
+time comes from the previous process).
+
 startup is the time from the exporter's start to the first step, less that step's own
 duration where the framework reports it (rl_step_duration_seconds). A phase timed with
 rlx.timer() arrives when its window is published, which may be after its step's frame:
@@ -96,11 +102,13 @@ class Goodput:
     resolver thread; snapshot() on any (the /status route)."""
 
     def __init__(self, store, start: float | None = None, thresholds: HangThresholds = DEFAULT,
-                 wall=time.time):
+                 wall=time.time, mono=time.monotonic):
         self.store = store
         self.thresholds = thresholds
         self._wall = wall
+        self._mono = mono
         self.start = wall() if start is None else float(start)
+        self.start_mono = mono() if start is None else None
         self._lock = threading.Lock()
         self._keys: dict = {}                        # raw key -> (series id, role or None)
         self._relevant: list = []                    # the keys whose role is not None
@@ -111,12 +119,14 @@ class Goodput:
         self.last_step = None
         self.max_step = None
         self.last_ts = None
+        self.last_mono = None  # time.monotonic() of the last step, when it was stamped so
         self.spans = None  # exporter/spans.Spans when traces are on: a span per step
         # a bucket's series appears with its first seconds (and step's with the first
         # interval): a run pays only for the buckets it has (the series budget)
 
     # ------------------------------------------------------------ feeding
-    def on_frame(self, frame: dict, slots: dict, step, ts: float) -> None:
+    def on_frame(self, frame: dict, slots: dict, step, ts: float,
+                 mono: float | None = None) -> None:
         """After the worker processed `frame` (its values are in the store): take the
         step's phase durations, then account the interval if the step advanced."""
         store = self.store
@@ -154,7 +164,7 @@ class Goodput:
         if phases:
             self.add_buckets(phases)
         if step is not None:
-            self.on_step(step, ts, step_dur)
+            self.on_step(step, ts, step_dur, mono)
 
     def _key_role(self, key, slot):
         """(series id, role) of a raw key, cached once its series exists (None until then:
@@ -194,19 +204,27 @@ class Goodput:
                 self.last_step = step
                 self.max_step = step if self.max_step is None else max(self.max_step, step)
             self.last_ts = ts
+            self.last_mono = None  # another process's step: only its wall time is known
 
-    def on_step(self, step, ts: float, step_dur: float | None = None) -> None:
+    def _since(self, ts: float, mono: float | None, last_ts: float, last_mono) -> float:
+        """Seconds between two stamps: monotonic where both have one, else wall clock."""
+        if mono is not None and last_mono is not None:
+            return max(0.0, mono - last_mono)
+        return max(0.0, ts - last_ts)
+
+    def on_step(self, step, ts: float, step_dur: float | None = None,
+                mono: float | None = None) -> None:
         with self._lock:
             if step == self.last_step:
                 return
             add = dict.fromkeys(BUCKETS, 0.0)
             pool, self._pool = self._pool, {}
             if self.last_ts is None:
-                first = max(0.0, ts - self.start)
+                first = self._since(ts, mono, self.start, self.start_mono)
                 add[PRODUCTIVE] = min(first, step_dur or 0.0)  # the first step's own time
                 add["startup"] = first - add[PRODUCTIVE]
             else:
-                dt = max(0.0, ts - self.last_ts)
+                dt = self._since(ts, mono, self.last_ts, self.last_mono)
                 if self.max_step is not None and step <= self.max_step:
                     add["restart"] = dt  # redone: its phases were redone too
                 else:
@@ -232,7 +250,7 @@ class Goodput:
                     else:
                         self._recent.append(dt)  # a stalled interval is no step-time sample
                     add[PRODUCTIVE] = rest
-            self.last_step, self.last_ts = step, ts
+            self.last_step, self.last_ts, self.last_mono = step, ts, mono
             self.max_step = step if self.max_step is None else max(self.max_step, step)
             for b, s in add.items():
                 self.totals[b] += s
@@ -261,13 +279,17 @@ class Goodput:
         """Goodput so far: accounted seconds per bucket, the productive ratio, and the time
         since the last step (not accounted until the next step; `stalled_now` is the part
         of it past the stall threshold)."""
-        now = self._wall() if now is None else now
         with self._lock:
             totals = dict(self.totals)
-            last = self.last_ts
+            last, last_mono = self.last_ts, self.last_mono
             expected = _median(self._recent)
         wall = sum(totals.values())
-        open_s = max(0.0, now - (last if last is not None else self.start))
+        if now is None and (last_mono is not None or (last is None and self.start_mono)):
+            # monotonic, like the intervals: a wall-clock step is no open time either
+            open_s = max(0.0, self._mono() - (last_mono if last is not None else self.start_mono))
+        else:
+            now = self._wall() if now is None else now
+            open_s = max(0.0, now - (last if last is not None else self.start))
         limit = self.thresholds.stall_limit(expected) if last is not None else None
         return {"buckets": {b: round(s, 3) for b, s in totals.items()},
                 "accounted_seconds": round(wall, 3),

@@ -51,6 +51,7 @@ class Pipeline:
             self.store.set("rl_run_info", 1.0, info)
         self.queue: collections.deque = collections.deque()
         self.queue_size = max(1, int(queue_size))
+        self.closed = False  # set first thing in close(): a frame queued after is counted
         self.qlock = threading.Lock()
         self.spool = spool  # spool.SpoolWriter or None: the worker writes it, close() closes it
         self.worker = Worker(store=self.store, catalog=catalog, framework=framework,
@@ -77,17 +78,29 @@ class Pipeline:
         one after training frames begins a new segment). The hook's log() does the same with
         its own caller-thread checks first."""
         self.counts.received += 1
-        self.enqueue(dict(frame), step, time.time() if ts is None else ts, starts)
+        if ts is None:
+            self.enqueue(dict(frame), step, time.time(), starts, time.monotonic())
+        else:
+            self.enqueue(dict(frame), step, ts, starts)
 
-    def enqueue(self, frame: dict, step, ts: float, starts: int = 0) -> None:
+    def enqueue(self, frame: dict, step, ts: float, starts: int = 0,
+                mono: float | None = None) -> None:
         """Queue a frame the caller owns (already copied and counted as received); the
-        oldest frame goes, counted, when the queue is full."""
-        item = Item(frame, step, ts, False, starts)
+        oldest frame goes, counted, when the queue is full. `mono`: time.monotonic() when
+        it was logged (the goodput's intervals; None for a recorded time)."""
+        item = Item(frame, step, ts, False, starts, mono)
         with self.qlock:
             if len(self.queue) >= self.queue_size:
                 self.queue.popleft()
                 self.counts.dropped["queue_full"] += 1
             self.queue.append(item)
+            if self.closed:
+                # close() ran meanwhile (a signal handler that interrupted this very call):
+                # no worker takes the frame now. Counted here, unless close() already
+                # counted it with the rest of the queue (then it is gone from it).
+                if self.queue and self.queue[-1] is item:  # (we hold the lock: still last)
+                    self.queue.pop()
+                    self.counts.dropped["closed"] += 1
 
     def restore(self, frame: dict, step, ts: float) -> None:
         """Re-apply a frame exported before a restart: values, step and the step's timestamp
@@ -116,6 +129,7 @@ class Pipeline:
         could not process as dropped{close_timeout}, close the spool."""
         if deadline is None:
             deadline = time.monotonic() + timeout
+        self.closed = True
         # The worker (and device copies) stop a grace before the deadline: in the grace it
         # counts the rest of its batch, so the count below is complete and close() still ends
         # within `timeout`.
@@ -130,7 +144,11 @@ class Pipeline:
             finally:
                 self.qlock.release()
         else:
-            left = sum(fresh(x) for x in tuple(self.queue))
+            # (clear() too: a log() this handler interrupted, finding its frame gone from
+            # the queue once it resumes, knows it was counted here)
+            held = tuple(self.queue)
+            self.queue.clear()
+            left = sum(fresh(x) for x in held)
         if left:
             self.counts.drop("close_timeout", left)
         lost = self.counts.dropped.get("close_timeout", 0)

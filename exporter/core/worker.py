@@ -32,6 +32,16 @@ KEY_CACHE_LIMIT = 100_000  # resolved keys kept; past it, unknown keys are resol
 NEW_KEY_BURST = 20_000
 NEW_KEY_RATE = 1_000.0
 SEGMENT_START = "rl_run_segment_start_timestamp_seconds"
+# A step is implausible when it lands more than JUMP_MIN steps and JUMP_FACTOR recent
+# strides past the last one (a unix time or 1e30 passed as the step, `step:99999999999` in
+# a log): its frame's values are kept, the step is rejected (implausible_step), so it
+# neither moves rl_training_step nor books every later interval as restart. Going back is
+# always plausible (a resume from an older checkpoint). NEW_REGIME such steps in a row,
+# each past the one before, are a new numbering (steps counted in samples or tokens from
+# here on): the last of them is taken.
+JUMP_MIN = 100_000
+JUMP_FACTOR = 1_000
+NEW_REGIME = 3
 
 
 class _Slot:
@@ -101,6 +111,7 @@ class Item(NamedTuple):
     ts: float                 # when it was logged (a restored frame: its step's own time)
     restored: bool = False    # exported before a restart: values back, not counted again
     starts: int = 0           # start-up banners read just before it (serve): a segment seam
+    mono: float | None = None  # time.monotonic() when logged (goodput intervals); None: recorded
 
 
 def fresh(item: Item) -> bool:
@@ -138,6 +149,8 @@ class Worker:
         self.weight_of: dict[str, str] = {}
         self.fallback_keys = 0
         self.last_step: float | None = None
+        self._strides: collections.deque = collections.deque(maxlen=20)  # recent increments
+        self._far: list = []  # implausible steps in a row, each past the one before
         self.last_frame_ts = float("nan")
         self.busy = False
         self.starts = 0      # start-up banners read before the frames processed so far
@@ -201,9 +214,11 @@ class Worker:
                 return
 
     def process(self, frame: dict, step, ts: float, restored: bool = False,
-                starts: int = 0) -> None:
+                starts: int = 0, mono: float | None = None) -> None:
         """One frame (an Item's fields). `starts`: start-up banners its reader read just
-        before it (serve); one after training frames begins a new segment."""
+        before it (serve); one after training frames begins a new segment. `mono`:
+        time.monotonic() when it was logged (None for recorded frames: replays), what the
+        goodput ledger's intervals are measured with."""
         if starts:
             self.starts += starts
         if self.weights:
@@ -272,7 +287,7 @@ class Worker:
         self.last_frame_ts = time.time()
         if gp is not None:
             try:
-                gp.on_frame(frame, slots, self.last_step, ts)
+                gp.on_frame(frame, slots, self.last_step, ts, mono)
             except Exception as e:  # goodput is ours: counted, the frame stands
                 self.counts.error("goodput", e)
 
@@ -292,6 +307,11 @@ class Worker:
                 self.counts.reject("bad_step", f"step {raw!r} is not a finite number; the "
                                    "frame is exported, the step counter is left as it was")
                 step, bad = None, True
+            elif self._implausible(step):
+                self.counts.reject("implausible_step", f"step {raw!r} jumps more than "
+                                   f"{JUMP_MIN:,} steps and {JUMP_FACTOR:,} strides past step "
+                                   f"{self.last_step:g}; the frame is exported, the step is not")
+                step, bad = None, True
         seg = self.segmenter
         if seg is not None and frame is not None and seg.see(step, self.starts, kind(frame)):
             self.store.set(SEGMENT_START, ts)
@@ -307,6 +327,30 @@ class Worker:
             self.store.set("rl_training_step_timestamp_seconds", ts)
         if seg is not None:
             seg.current.account(step)
+
+    def _implausible(self, step) -> bool:
+        """Whether `step` jumps absurdly far past the last step (module constants)."""
+        last = self.last_step
+        if last is None or step <= last:
+            self._far.clear()
+            return False
+        jump = step - last
+        strides = self._strides
+        if jump <= JUMP_MIN or jump <= JUMP_FACTOR * (  # (the median only for a long jump)
+                sorted(strides)[len(strides) // 2] if strides else 1.0):
+            strides.append(jump)
+            self._far.clear()
+            return False
+        far = self._far
+        if far and step <= far[-1]:
+            far.clear()
+        far.append(step)
+        if len(far) < NEW_REGIME:
+            return True
+        strides.clear()  # a new numbering: its own strides from here
+        strides.append(far[-1] - far[-2])
+        far.clear()
+        return False
 
     def _special(self, slot, key, v):
         cls = slot.__class__

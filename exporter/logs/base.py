@@ -37,7 +37,11 @@ _CRI = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) (?:stdout|stde
 
 def clean(line: str) -> str:
     """Strip ANSI escapes and carriage-return redraws (keep what a terminal would show last,
-    but never drop a redraw that carries metrics: tqdm bars are redrawn with CR)."""
+    but never drop a redraw that carries metrics: tqdm bars are redrawn with CR). Leading
+    NUL bytes go too: `copytruncate` under a writer without O_APPEND leaves a hole of NULs
+    before its next line."""
+    if line[:1] == "\x00":
+        line = line.lstrip("\x00")
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     if "\r" in line:
@@ -294,7 +298,7 @@ class Parser:
                 self.skipped += 1
             return None
         try:
-            obj = json.loads(s)
+            obj = parse_json(s)
         except ValueError:
             self.rejected["bad_json"] += 1
             return None
@@ -302,6 +306,17 @@ class Parser:
             self.rejected["schema"] += 1
             return None
         return obj
+
+
+def parse_json(text: str):
+    """json.loads for a line (or document) of a log: every way hostile text fails to parse,
+    bad JSON or nesting deeper than the interpreter can recurse, is one ValueError. The one
+    JSON parse error path of the parsers (a RecursionError used to abort the sidecar's
+    poll, losing the lines after it, and doctor with a traceback)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def step_of(v):

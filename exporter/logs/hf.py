@@ -16,10 +16,9 @@ checkpoint repeats the whole history, so entries are emitted past a high-water m
 """
 from __future__ import annotations
 
-import json
 import re
 
-from .base import Frame, Parser, Rule, dict_end, numeric, parse_pydict, step_of
+from .base import Frame, Parser, Rule, dict_end, numeric, parse_json, parse_pydict, step_of
 
 FORMAT = "hf"
 STATE_FORMAT = "hf_state"
@@ -169,7 +168,7 @@ class HFStateParser(Parser):
 
     def feed_document(self, text: str) -> list[Frame]:
         try:
-            doc = json.loads(text)
+            doc = parse_json(text)
         except ValueError:
             self.rejected["bad_json"] += 1
             return []

@@ -9,9 +9,8 @@ The step is `current_steps`. A value that is not a number (the time strings) is 
 """
 from __future__ import annotations
 
-import json
 
-from .base import Frame, Parser, Rule, numeric, step_of
+from .base import Frame, Parser, Rule, numeric, parse_json, step_of
 
 FORMAT = "llamafactory"
 FRAMEWORK = "llamafactory"
@@ -41,7 +40,7 @@ class LlamaFactoryParser(Parser):
                 self.skipped += 1
             return []
         try:
-            obj = json.loads(s)
+            obj = parse_json(s)
         except ValueError:
             self.rejected["bad_json"] += 1
             return []

@@ -18,10 +18,9 @@ trainer's logs plus its own progress fields:
 """
 from __future__ import annotations
 
-import json
 import re
 
-from .base import NOT_A_NUMBER, Frame, Parser, Rule, number, parse_pydict, step_of
+from .base import NOT_A_NUMBER, Frame, Parser, Rule, number, parse_json, parse_pydict, step_of
 
 FORMAT = "ms_swift"
 # ms-swift's keys are TRL's plus its own progress keys: the catalog's "swift" vocabulary
@@ -91,7 +90,7 @@ class MsSwiftParser(Parser):
         j = line.rfind("}")
         if i >= 0 and j > i and line[i + 1:i + 2] == '"':
             try:
-                obj = json.loads(line[i:j + 1])
+                obj = parse_json(line[i:j + 1])
             except ValueError:
                 obj = None
             if isinstance(obj, dict):

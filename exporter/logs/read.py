@@ -17,6 +17,12 @@ A document format (`trainer_state.json`) is read whole: `Reader.document(text)`;
 where `auto` (a JSON document with a `log_history` list is `hf_state`, whatever its name).
 `make_parser(name)` is a format's parser, `auto`'s included.
 
+Hostile lines cost one counted rejection each, never a neighbour and never a traceback:
+a line longer than MAX_LINE_BYTES (`read_lines`, which never holds it whole; serve's
+follower applies the same cap) is `rejected["line_too_long"]`, and a line a parser fails
+on in any way is `rejected["malformed"]` (JSON errors, nesting too deep included, are
+`bad_json` in the parsers themselves: logs/base.parse_json).
+
 `starts` counts start-up banners seen (the HF Trainer's `***** Running training *****`,
 a veRL config dump, a Megatron argument table): a second one after frames is a restart
 inside the same file. Each Read carries the banners read since the reader's previous frame
@@ -25,6 +31,7 @@ them per run, exporter/core/worker.py).
 """
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -34,6 +41,10 @@ from .base import Frame, LineAssembler, Parser, clean
 from .detect import open_format
 from .registry import DOCUMENT_FORMATS, FORMATS, STARTUP_FORMATS, canonical_format
 
+log = logging.getLogger("rl_exporter")
+
+MAX_LINE_BYTES = 1 << 20  # the one line cap: serve (--max-line-bytes), doctor, backfill, baseline
+_SKIP_CHUNK = 64 << 10
 _BANNER = re.compile(r"\*{5} Running training \*{5}")
 
 
@@ -89,6 +100,11 @@ class Reader:
         """A line the caller leaves out (another run's spool record): counted, not read."""
         self.lines += 1
 
+    def too_long(self) -> None:
+        """A line over the line cap (read_lines gave None for it): counted, not read."""
+        self.lines += 1
+        self.parser.rejected["line_too_long"] += 1
+
     def feed(self, line: str) -> list[Read]:
         self.lines = n = self.lines + 1
         was_open = self._pending
@@ -96,7 +112,11 @@ class Reader:
         if body is None:
             self._pending = True
             return []
-        got = self.parser.feed(body)
+        try:
+            got = self.parser.feed(body)
+        except Exception as e:  # a line no parser should have failed on: that line only
+            self._malformed(e)
+            got = []
         if "*****" in body and _BANNER.search(body):
             self.starts += 1
         if not self._where:
@@ -126,7 +146,19 @@ class Reader:
         self._pending = self.parser.pending
 
     def document(self, text: str) -> list[Read]:
-        return self._tag(self.parser.feed_document(text), None)
+        try:
+            return self._tag(self.parser.feed_document(text), None)
+        except Exception as e:
+            self._malformed(e)
+            return []
+
+    def _malformed(self, e: Exception) -> None:
+        rej = self.parser.rejected
+        rej["malformed"] += 1
+        if rej["malformed"] == 1:
+            log.warning("rl-exporter: a %s line could not be parsed (%s: %s); it is skipped and "
+                        "counted as rejected{reason=\"malformed\"} (said once)", self.format,
+                        type(e).__name__, str(e)[:200])
 
     def _tag(self, frames, line) -> list[Read]:
         if not frames:
@@ -140,6 +172,26 @@ class Reader:
         self.starts += sum(1 for _, fm, _ in rows if fm in STARTUP_FORMATS)
         new, self._told = self.starts - self._told, self.starts
         return [Read(line, f, fm, fw, new if i == 0 else 0) for i, (f, fm, fw) in enumerate(rows)]
+
+
+def read_lines(fh, max_line: int = MAX_LINE_BYTES):
+    """The lines of a binary file, each decoded as UTF-8 with replacement (its newline kept);
+    a line longer than max_line bytes (without its newline) comes as None, and is skipped
+    without ever being held whole: memory stays bounded by the cap, whatever the file."""
+    readline = fh.readline
+    while True:
+        raw = readline(max_line + 1)
+        if not raw:
+            return
+        if len(raw) > max_line and raw[-1:] != b"\n":
+            raw = None
+            while True:  # the rest of the over-long line
+                rest = readline(_SKIP_CHUNK)
+                if not rest or rest[-1:] == b"\n":
+                    break
+            yield None
+            continue
+        yield raw.decode("utf-8", "replace")
 
 
 def read_text(text: str, fmt: str = "auto", path: str | None = None) -> tuple[Reader, list[Read]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 VERSION = 1
@@ -309,19 +310,108 @@ def dump(doc: dict) -> str:
                             allow_unicode=True)
 
 
+MAX_FILE_BYTES = 16 << 20   # a baseline is kilobytes; 2,000 series x 10 windows is ~1 MB
+MAX_SERIES = 100_000
+MAX_WINDOWS = 10_000
+_SERIES_KEY = re.compile(r'^[A-Za-z_:][A-Za-z0-9_:]*'
+                         r'(\{[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"'
+                         r'(?:,[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*")*\})?$')
+
+
 def load(path: str) -> dict:
+    """A baseline file, checked against its schema before anything uses it: every problem
+    is one BaselineError naming the file and the field (never a traceback later on)."""
     import yaml
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
+        size = os.path.getsize(path)
+    except OSError as e:
         raise BaselineError(f"{path}: {e}") from e
+    if size > MAX_FILE_BYTES:
+        raise BaselineError(f"{path}: {size / 2**20:.0f} MB is not a baseline (at most "
+                            f"{MAX_FILE_BYTES >> 20} MB)")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.load(f, Loader=loader)  # noqa: S506 (a safe loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+        raise BaselineError(f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") \
+            from e
     if not isinstance(doc, dict) or "rl_exporter_baseline" not in doc:
         raise BaselineError(f"{path}: not an rl-exporter baseline (no rl_exporter_baseline key)")
     if doc["rl_exporter_baseline"] != VERSION:
-        raise BaselineError(f"{path}: baseline version {doc['rl_exporter_baseline']}, this "
+        raise BaselineError(f"{path}: baseline version {doc['rl_exporter_baseline']!r}, this "
                             f"rl-exporter reads version {VERSION}")
+    problem = _schema_problem(doc)
+    if problem is not None:
+        raise BaselineError(f"{path}: {problem}")
+    doc.setdefault("identity", {})
+    doc.setdefault("unbanded", {})
     return doc
+
+
+def _short(v) -> str:
+    import reprlib  # bounded: a value may be an alias bomb of millions of references
+    r = reprlib.Repr()
+    r.maxlist = r.maxdict = 5
+    r.maxlevel, r.maxstring, r.maxother = 3, 60, 60
+    text = r.repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _schema_problem(doc: dict) -> str | None:
+    """What is wrong with a baseline document, as `field: expected ..., got ...`; None."""
+    if not isinstance(doc.get("recipe"), str) or not doc["recipe"]:
+        return f"recipe: expected a name, got {_short(doc.get('recipe'))}"
+    method = doc.get("method")
+    if not isinstance(method, dict):
+        return f"method: expected a mapping with `by`, got {_short(method)}"
+    if method.get("by") not in ("step", "fraction"):
+        return f"method.by: expected step or fraction, got {_short(method.get('by'))}"
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or len(runs) > MAX_SERIES:
+        return f"runs: expected a list of runs, got {_short(runs)}"
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            return f"runs[{i}]: expected a mapping with a name, got {_short(r)}"
+    ident = doc.get("identity", {})
+    if not isinstance(ident, dict):
+        return f"identity: expected a mapping, got {_short(ident)}"
+    for k in ("framework", "algorithm", "model"):
+        v = ident.get(k)
+        if v is not None and not isinstance(v, str) and not (
+                isinstance(v, list) and len(v) <= MAX_WINDOWS and all(isinstance(x, str) for x in v)):
+            return f"identity.{k}: expected a name or a list of names, got {_short(v)}"
+    config = ident.get("config", {})
+    if not isinstance(config, dict) or len(config) > MAX_SERIES:
+        return f"identity.config: expected a mapping, got {_short(config)}"
+    for k, v in config.items():
+        ok = _number(v) or isinstance(v, str) or (
+            isinstance(v, list) and len(v) <= MAX_WINDOWS and all(_number(x) or isinstance(x, str)
+                                                                  for x in v))
+        if not ok:
+            return f"identity.config.{k}: expected a value or a list of values, got {_short(v)}"
+    bands = doc.get("bands")
+    if not isinstance(bands, dict) or len(bands) > MAX_SERIES:
+        return f"bands: expected a mapping of series to windows, got {_short(bands)}"
+    for key, windows in bands.items():
+        if not isinstance(key, str) or not _SERIES_KEY.match(key):
+            return f"bands: {_short(key)} is not a series (name{{label=\"value\",...}})"
+        if not isinstance(windows, list) or not windows or len(windows) > MAX_WINDOWS:
+            return f"bands[{key!r}]: expected a list of windows, got {_short(windows)}"
+        for i, w in enumerate(windows):
+            if not (isinstance(w, list) and len(w) == 4 and all(_number(x) for x in w)
+                    and w[0] < w[1] and w[2] <= w[3]):
+                return (f"bands[{key!r}][{i}]: expected [from, to, lower, upper], four finite "
+                        f"numbers with from < to and lower <= upper, got {_short(w)}")
+    unbanded = doc.get("unbanded", {})
+    if not isinstance(unbanded, dict) or len(unbanded) > MAX_SERIES or not all(
+            isinstance(k, str) and _SERIES_KEY.match(k) for k in unbanded):
+        return f"unbanded: expected a mapping of series to reasons, got {_short(unbanded)}"
+    return None
 
 
 def band_at(doc: dict, key: str, x: float):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..logs import AUXILIARY, Reader, canonical_format, detect, detect_line
 from ..logs.registry import names
 from ..logs.base import RAY_PREFIX, clean
+from ..logs.read import read_lines
 from ..logs.traceback import Crash, Tracebacks
 from ..spool import peek
 
@@ -75,14 +76,24 @@ def open_log(path: str):
     return open(path, encoding="utf-8", errors="replace", newline="\n")
 
 
+def log_lines(fh):
+    """The lines of a log opened in binary, under the one line cap (logs/read.py): an
+    over-long line is None, never held whole."""
+    return read_lines(fh)
+
+
+def _text_lines(fh):
+    return (line for line in read_lines(fh) if line is not None)
+
+
 def sniff(path: str, fmt: str = "auto") -> str:
     """The log's format (`fmt` unless auto)."""
     fmt = canonical_format(fmt)
     if fmt != "auto":
         return fmt
     try:
-        with open_log(path) as fh:
-            head = list(itertools.islice(fh, SNIFF_LINES))
+        with open(path, "rb") as fh:
+            head = list(itertools.islice(_text_lines(fh), SNIFF_LINES))
     except OSError as e:
         raise LogError(f"{path}: {e}") from e
     found = detect(head, path=path)
@@ -102,8 +113,8 @@ def sniff(path: str, fmt: str = "auto") -> str:
 def _records_follow(path: str) -> bool:
     """A training record (not a start-up print) within LOOK_FURTHER lines after the head."""
     try:
-        with open_log(path) as fh:
-            rest = itertools.islice(fh, SNIFF_LINES, SNIFF_LINES + LOOK_FURTHER)
+        with open(path, "rb") as fh:
+            rest = itertools.islice(_text_lines(fh), SNIFF_LINES, SNIFF_LINES + LOOK_FURTHER)
             return any(detect_line(line) for line in rest)
     except OSError:
         return False
@@ -114,8 +125,8 @@ def spool_runs(path: str, lines: int = 20_000) -> list[str]:
     several), in order of appearance."""
     seen: dict[str, None] = {}
     try:
-        with open_log(path) as fh:
-            for raw in itertools.islice(fh, lines):
+        with open(path, "rb") as fh:
+            for raw in itertools.islice(_text_lines(fh), lines):
                 r = peek(raw)[0]
                 if r is not None:
                     seen.setdefault(r)
@@ -142,10 +153,15 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
     else:
         done = 0
         tracebacks = Tracebacks()
-        with open_log(path) as fh:
-            for n, raw in enumerate(fh):
-                done += len(raw)
-                stats.bytes = done
+        with open(path, "rb") as fh:
+            for n, raw in enumerate(log_lines(fh)):
+                if not n & 1023:
+                    stats.bytes = done = fh.tell()
+                    if on_bytes is not None:
+                        on_bytes(done)
+                if raw is None:  # over the line cap: one counted rejection (logs/read.py)
+                    reader.too_long()
+                    continue
                 if only_run is not None and peek(raw)[0] not in (only_run, None):
                     stats.other_runs += 1
                     reader.skip()
@@ -159,8 +175,7 @@ def frames(path: str, fmt: str, stats: LogStats, on_bytes=None, only_run: str | 
                     yield r.frame, last_ts, r.framework
                 tracebacks.line(raw)
                 stats.crash = tracebacks.crash
-                if on_bytes is not None and not n & 1023:
-                    on_bytes(done)
+            done = fh.tell()
         for r in reader.flush():  # a record still open at the end (a log cut by a crash)
             stats.frames += 1
             yield r.frame, last_ts, r.framework

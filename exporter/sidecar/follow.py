@@ -3,7 +3,7 @@
 A FileFollower owns one path. Each poll() reads what was appended and returns
 events: ("line", text, start, end) for every complete line (a partial last line
 waits for its newline), ("eof", None, pos, pos) when the old file of a rotation has
-been read to its end, ("start", (gen, ino), off, off) when a file is opened (its lines
+been read to its end (at offset pos), ("start", (gen, ino), off, off) when a file is opened (its lines
 follow; gen and ino are the ones its lines belong to, even when the follower has moved
 on to a newer file within the same poll), ("reset", (gen, ino), 0, 0) when the file
 was truncated or replaced in place (veRL's JSONL is reopened with "wb" on every trainer
@@ -11,21 +11,35 @@ start). One poll reads at most about POLL_BUDGET bytes per file, so a backlog (a
 unread tail, a rotated file's rest) is delivered over several polls, never held in
 memory at once.
 
-Identity: device + inode, plus a content fingerprint (hash of the first up to 4 KiB)
-so a file truncated and rewritten past our offset between two polls, or a new file
-that reuses an inode, is still recognised as new. Rotation (rename + new file at the
+Identity: device + inode, plus a content fingerprint (hash of the first up to 4 KiB,
+taken when a file is opened, before its first byte is read) so a file truncated and
+rewritten past our offset between two polls, or a new file that reuses an inode, is
+still recognised as new. A checkpoint also fingerprints the 4 KiB read just before its
+offset (`tail`): a rewrite that keeps the head (a trainer's identical start-up print)
+but not what we had read is recognised too. Rotation (rename + new file at the
 path): the old file is read to its end through the open descriptor, then the new
 one from its start; the old file's lines carry its own offsets and generation. Deleted: keep reading the old descriptor, wait for a new file.
 Missing (or missing directory): wait. Lines longer than max_line_bytes are skipped
 without being buffered (counted as line_too_long). Bytes are decoded as UTF-8 with
 replacement, so binary garbage becomes unparseable text that parsers skip.
 
-State: checkpoint() gives {dev, ino, offset, fp_len, fp, gen}; a follower built with
-that dict resumes at offset if the file is the same one, follows the rotated file
-(found by inode in the same directory) from there if it was rotated while we were
+State: checkpoint() gives {dev, ino, offset, fp_len, fp, gen, size, tail_at, tail_len,
+tail}; a
+follower built with that dict resumes at offset if the file is provably the same one
+(its fingerprints cover what was read before offset and match), follows the rotated
+file (found by inode in the same directory) from there if it was rotated while we were
 down, exactly as if the rotation had happened while we were reading it, and starts
-from 0 otherwise. StateFile writes all followers' states atomically
-(temp file, fsync, rename, fsync of the directory).
+from 0 otherwise. A saved offset its fingerprint does not cover (a state rebuilt from
+the spool, or one saved before the fingerprint was taken) cannot be proved: the file
+is read from 0 with `unverified` set to that offset, and the reader drops what it
+already exported (track.py), or, if the content turns out to differ, rewind()s.
+
+Losses that cannot be avoided are counted: `unreadable` (a file replaced while we
+were down, whose old file is gone), `lost` (a file truncated or rewritten while bytes
+of it we had seen were still unread: a lagging sidecar).
+
+StateFile writes all followers' states atomically (temp file, fsync, rename, fsync of
+the directory).
 """
 from __future__ import annotations
 
@@ -34,9 +48,12 @@ import json
 import logging
 import os
 
+from ..logs.read import MAX_LINE_BYTES
+
 log = logging.getLogger("rl_exporter.sources")
 
 FP_BYTES = 4096
+RECENT_BYTES = 64 << 10   # the bytes read last, kept to fingerprint a checkpoint's tail
 READ_CHUNK = 1 << 20
 POLL_BUDGET = 8 << 20  # bytes read from one file per poll
 
@@ -46,7 +63,8 @@ def _fp(data: bytes) -> str:
 
 
 class FileFollower:
-    def __init__(self, path: str, *, max_line_bytes: int = 1 << 20, saved: dict | None = None):
+    def __init__(self, path: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+                 saved: dict | None = None):
         self.path = path
         self.max_line = max_line_bytes
         self.fd: int | None = None
@@ -60,6 +78,12 @@ class FileFollower:
         self._buf = bytearray()
         self._skipping = False   # inside an over-long line
         self._next: int | None = None  # the path's next file, held open while we lag
+        self._next_size = 0      # its size when last looked at, and its head's fingerprint
+        self._next_fp = None
+        self._next_gone = 0      # bytes of it seen and destroyed before we got to it
+        self._recent = bytearray()  # the last bytes read, ending at offset
+        self.unverified: int | None = None  # a saved offset that could not be proved
+        self.destroyed = False   # the saved file's content was gone at restart (track.py rescues)
         self.saved = saved
         # counters
         self.bytes_read = 0
@@ -67,13 +91,59 @@ class FileFollower:
         self.truncations = 0
         self.too_long = 0
         self.unreadable = 0      # files known to have existed whose lines could not be read
+        self.lost = 0            # files truncated or rewritten while bytes we saw were unread
 
     # ------------------------------------------------------------ state
     def checkpoint(self, offset: int | None = None) -> dict | None:
         if self.dev is None:
             return self.saved
-        return {"dev": self.dev, "ino": self.ino, "offset": self.offset if offset is None else offset,
-                "fp_len": self.fp_len, "fp": self.fp, "gen": self.gen}
+        offset = self.offset if offset is None else offset
+        out = {"dev": self.dev, "ino": self.ino, "offset": offset,
+               "fp_len": self.fp_len, "fp": self.fp, "gen": self.gen, "size": self.size}
+        tail = self._tail_before(offset)
+        if tail is not None:  # (tail_at: the spool may move `offset` on, not the tail)
+            out["tail_at"], out["tail_len"], out["tail"] = offset, len(tail), _fp(tail)
+        return out
+
+    def _tail_before(self, offset: int) -> bytes | None:
+        """The up to FP_BYTES bytes before `offset` as they were read (from the bytes kept
+        from the last reads; else from the file)."""
+        n = min(FP_BYTES, offset)
+        if n <= 0:
+            return None
+        start = self.offset - len(self._recent)
+        if start <= offset - n and offset <= self.offset:
+            i = offset - start
+            return bytes(self._recent[i - n:i])
+        if self.fd is None:
+            return None
+        try:
+            data = os.pread(self.fd, n, offset - n)
+        except OSError:
+            return None
+        return data if len(data) == n else None
+
+    def pending_bytes(self, resume: int) -> bytes | None:
+        """The bytes read from `resume` on (the record a reader still holds open, and a
+        partial last line), when the kept bytes have them all."""
+        if resume >= self.offset and not self._buf:
+            return None
+        start = self.offset - len(self._recent)
+        if resume < start or resume > self.offset:
+            return None
+        data = bytes(self._recent[resume - start:]) + bytes(self._buf)
+        return data if len(data) <= RECENT_BYTES else None
+
+    def _keep_recent(self, data) -> None:
+        """`data` was read up to `self.offset`, right after the bytes kept so far (the
+        kept bytes are always the ones just before `offset`; a jump clears them)."""
+        rec = self._recent
+        if len(data) >= RECENT_BYTES:
+            rec[:] = data[-RECENT_BYTES:]
+        else:
+            rec += data
+            if len(rec) > RECENT_BYTES:
+                del rec[:len(rec) - RECENT_BYTES]
 
     @property
     def lag(self) -> int:
@@ -144,30 +214,80 @@ class FileFollower:
         st = os.fstat(fd)
         self.fd, self.dev, self.ino, self.size = fd, st.st_dev, st.st_ino, st.st_size
         self._buf.clear()
+        self._recent.clear()
         self._skipping = False
         self.offset, self.fp_len, self.fp = 0, 0, ""
-        if saved:
+        if saved:  # what the restart found (the track takes each once: a rotation may follow
+            self.unverified, self.destroyed = None, False  # in the same poll)
             self.gen = int(saved.get("gen", 0))
+            off = int(saved.get("offset", 0))
+            fp_len, fp = int(saved.get("fp_len", 0)), saved.get("fp", "")
             same = (saved.get("dev"), saved.get("ino")) == (st.st_dev, st.st_ino)
-            if same and st.st_size >= saved["offset"] and \
-                    self._fingerprint_ok(fd, saved.get("fp_len", 0), saved.get("fp", "")):
-                self.offset, self.fp_len, self.fp = saved["offset"], saved.get("fp_len", 0), \
-                    saved.get("fp", "")
-                log.info("resuming %s at byte %d", self.path, self.offset)
+            if same and st.st_size >= off and self._fingerprint_ok(fd, fp_len, fp) and \
+                    self._tail_ok(fd, saved, off):
+                if off > 0 and fp_len < min(off, FP_BYTES):
+                    # the fingerprint does not cover what was read before off (a state
+                    # rebuilt from the spool, or saved before the file's first poll): the
+                    # file may have been rewritten in place. Read it from the start; what
+                    # was exported already is recognised and dropped (track.py).
+                    self.unverified = off
+                    log.warning("%s: the saved position (byte %d) cannot be proved to be in "
+                                "the same content: reading from the start, dropping what was "
+                                "exported already", self.path, off)
+                else:
+                    self.offset, self.fp_len, self.fp = off, fp_len, fp
+                    log.info("resuming %s at byte %d", self.path, self.offset)
             elif same:
                 self.truncations += 1
                 self.gen += 1
+                self.destroyed = True
                 log.info("%s was truncated or rewritten while we were down: reading from the start",
                          self.path)
+                self._lost_while_down(saved, off)
             else:
                 self.rotations += 1
                 self.gen += 1
                 self.unreadable += 1
+                self.destroyed = True
                 log.warning("%s was replaced while we were down and the old file is gone: "
                             "its unread tail (after byte %d) is lost", self.path, saved["offset"])
+        # the identity of what is about to be read, before the first byte of it is: a
+        # checkpoint taken after this poll can always prove where it was
+        self._check_fp(fd, st.st_size)
         self.state = "following"
         os.lseek(fd, self.offset, os.SEEK_SET)
         events.append(("start", (self.gen, self.ino), self.offset, self.offset))
+
+    def _lost_while_down(self, saved: dict, off: int) -> None:
+        """The file was destroyed while we were down: the bytes the checkpoint had seen past
+        its offset, beyond the open record it kept (track.py rescues that), are lost."""
+        seen = saved.get("size")
+        kept = saved.get("pending_bytes", 0) if saved.get("pending_at") == off else 0
+        if isinstance(seen, int) and isinstance(kept, int) and seen > off + kept:
+            self._lost(seen - off - kept, "truncated or rewritten while serve was down")
+
+    @staticmethod
+    def _tail_ok(fd, saved: dict, off: int) -> bool:
+        """The bytes before the saved offset are the ones read then (when it says)."""
+        n, at = saved.get("tail_len"), saved.get("tail_at", off)
+        if not n:
+            return True
+        if not isinstance(n, int) or not isinstance(at, int) or n > at or at > off:
+            return False
+        try:
+            data = os.pread(fd, n, at - n)
+        except OSError:
+            return False
+        return len(data) == n and _fp(data) == saved.get("tail")
+
+    def rewind(self, why: str) -> list:
+        """Read the file again from its start, as a new generation (its content turned out
+        not to be what was read before the restart)."""
+        events: list = []
+        self.unverified = None
+        if self.fd is not None:
+            self._truncated(events, why)
+        return events
 
     def _find_rotated(self, saved):
         d = os.path.dirname(self.path) or "."
@@ -214,6 +334,7 @@ class FileFollower:
         appears, so one rotated in and deleted again before we get to it is still read.
         Only a file that lives and dies within one poll stays invisible, as to tail -F."""
         if self._next is not None:
+            self._next_changed()
             return
         try:
             pst = os.stat(self.path)
@@ -228,7 +349,26 @@ class FileFollower:
         if (st.st_dev, st.st_ino) == (self.dev, self.ino):
             os.close(fd)
             return
-        self._next = fd
+        self._next, self._next_size, self._next_fp = fd, 0, None
+        self._next_changed()
+
+    def _next_changed(self) -> int:
+        """Bytes of the held next file seen before and since destroyed (it was truncated or
+        rewritten before we got to it); what it holds now is remembered for the next look."""
+        try:
+            size = os.fstat(self._next).st_size
+            head = os.pread(self._next, min(FP_BYTES, size), 0)
+        except OSError:
+            return 0
+        gone = 0
+        if size < self._next_size:
+            gone = self._next_size - size
+        elif self._next_fp is not None and _fp(head[:self._next_fp[0]]) != self._next_fp[1]:
+            gone = self._next_size
+        if gone:
+            self._next_gone += gone
+        self._next_size, self._next_fp = size, (len(head), _fp(head))
+        return gone
 
     def _verify(self, events) -> bool:
         """Before reading: is the open file still the one we were reading? True if it was
@@ -237,11 +377,20 @@ class FileFollower:
             st = os.fstat(self.fd)
         except OSError:
             return False
-        self.size = st.st_size
+        seen, self.size = self.size, st.st_size
         if st.st_size < self.offset + len(self._buf) or not self._check_fp(self.fd, st.st_size):
+            if seen > self.offset + len(self._buf):
+                self._lost(seen - self.offset - len(self._buf), "truncated or rewritten")
             self._truncated(events, "truncated")
             return True
         return False
+
+    def _lost(self, nbytes: int, how: str) -> None:
+        """Bytes we saw in the file were destroyed before we could read them (we lagged)."""
+        self.lost += 1
+        log.warning("%s was %s while %d byte(s) of it were still unread: they are lost "
+                    "(counted in rl_exporter_source_errors_total{kind=\"truncated_unread\"})",
+                    self.path, how, nbytes)
 
     def _read(self, fd, events, budget) -> int:
         total = 0
@@ -265,6 +414,7 @@ class FileFollower:
                 self._skipping = False
                 self.too_long += 1
                 self.offset += nl + 1
+                self._recent.clear()
                 start = nl + 1
             last_nl = chunk.rfind(b"\n")
             if last_nl < start:
@@ -283,9 +433,12 @@ class FileFollower:
                         events.append(("line", raw.decode("utf-8", "replace"), pos, end))
                     pos = end
                 self.offset = pos
+                self._keep_recent(data)
+                self._recent += b"\n"
             if len(buf) > self.max_line:  # an over-long line: stop buffering it
                 self.offset += len(buf)
                 buf.clear()
+                self._recent.clear()
                 self._skipping = True
         self.size = max(self.size, self.offset + len(buf))
         return total
@@ -308,15 +461,22 @@ class FileFollower:
             if self._read(fd, events, budget) >= budget:
                 return
             events += self.take_partial()  # the old file may end without a newline
-            events.append(("eof", None, 0, 0))
+            events.append(("eof", None, self.offset, self.offset))
             os.close(fd)
             self.fd = None
             self.rotations += 1
             self.gen += 1
             self.dev = None
             log.info("%s was rotated or replaced: following the new file", self.path)
+            if self._next is not None:
+                self._next_changed()
             nfd, self._next = self._next, None  # a successor seen while we lagged comes first
-            if nfd is None:
+            if nfd is not None:
+                if self._next_gone:  # truncated while we were still on the old file
+                    self.truncations += 1
+                    self._lost(self._next_gone, "truncated or rewritten")
+                self._next_size, self._next_fp, self._next_gone = 0, None, 0
+            else:
                 nfd = self._open()
             if nfd is not None:
                 self._start(nfd, events)
@@ -343,9 +503,14 @@ class FileFollower:
         log.info("%s was %s: reading from the start", self.path, reason)
         events.append(("reset", (self.gen, self.ino), 0, 0))
         self._buf.clear()
+        self._recent.clear()
         self._skipping = False
         self.offset = 0
         self.fp_len, self.fp = 0, ""
+        try:
+            self._check_fp(self.fd, os.fstat(self.fd).st_size)
+        except OSError:
+            pass
         os.lseek(self.fd, 0, os.SEEK_SET)
         self._read(self.fd, events, POLL_BUDGET)
 

@@ -33,6 +33,7 @@ from ..core.otel import Telemetry
 from ..core.pipeline import Pipeline, env_rank, run_info
 from ..core.run import ServedRun
 from .. import spool
+from ..logs.read import MAX_LINE_BYTES
 from .follow import StateFile
 from .source import Source, SourceSpec
 from .source_metrics import SourceCollector
@@ -49,7 +50,7 @@ class Sidecar:
     def __init__(self, specs: list[SourceSpec], *, run: str, addr: str = "127.0.0.1",
                  port: int | None = 9464, state_path: str | None = None,
                  poll_interval: float = 0.25, checkpoint_interval: float = 1.0,
-                 idle_flush: float = 0.5, max_line_bytes: int = 1 << 20,
+                 idle_flush: float = 0.5, max_line_bytes: int = MAX_LINE_BYTES,
                  spool_out: str | None = None, ingest: dict | None = None,
                  exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0,
                  bind_retry_s: float = 0.0, stack_dumps: dict | None = None):

@@ -69,6 +69,7 @@ class Source:
         self.last: dict | None = self.saved.get("last")
         self._next_glob = 0.0
         self._said: set = set()  # what this source has told the log it waits for, once each
+        self.spool_last: dict = {}  # path -> (gen, off, record): the spool's last frame of it
 
     # ------------------------------------------------------------ files
     def paths(self) -> list[str]:
@@ -96,7 +97,7 @@ class Source:
             t = self.tracks.get(p)
             if t is None:
                 t = self.tracks[p] = FileTrack(p, self.spec.format, files.get(p),
-                                            self.sidecar.max_line_bytes)
+                                            self.sidecar.max_line_bytes, self.spool_last.get(p))
             busy |= self._poll_file(t, now)
         if self.is_glob and len(self.tracks) > len(paths):
             busy |= self._retire(set(paths), now)
@@ -130,10 +131,13 @@ class Source:
 
     def _poll_file(self, t: FileTrack, now: float) -> bool:
         f = t.follower
-        too_long = f.too_long
+        too_long, read = f.too_long, f.bytes_read
         events = f.poll()
         self.rejected["line_too_long"] += f.too_long - too_long
         if not events:
+            if f.bytes_read != read:  # inside a long line: busy, not idle (no pause between polls)
+                t.last_data = now
+                return True
             if f.fd is None:
                 self._say_once(("waiting", t.path), "source %s: waiting for %s to appear",
                                self.spec.name, t.path)
@@ -146,22 +150,43 @@ class Source:
                                self.spec.name, self.lines, t.path, t.path)
             if t.open and now - t.last_data >= self.sidecar.idle_flush:
                 self._apply(t, t.on_idle(), t.resume)
+                if t.rewind:
+                    self._events(t, self._rewind(t))
             return False
         t.last_data = now
+        self._events(t, events)
+        return True
+
+    def _rewind(self, t: FileTrack) -> list:
+        t.on_rewind()
+        f = t.follower
+        if f.ino != t.ino:  # already on the next file (a rotation in the same poll)
+            f.lost += 1
+            log.warning("%s: the rotated file was rewritten while serve was down and cannot be "
+                        "read again: what it held before the mismatch is lost (counted in "
+                        "rl_exporter_source_errors_total{kind=\"truncated_unread\"})", t.path)
+            return []
+        return f.rewind("rewritten while serve was down")
+
+    def _events(self, t: FileTrack, events: list) -> None:
         for kind, text, start, end in events:
             if kind == "line":
                 self.lines += 1
                 frames = t.on_line(text, start, end)
                 self._apply(t, frames, t.resume if end else None)
+                if t.rewind:  # the rest of this poll's lines are of the content verified
+                    return self._events(t, self._rewind(t))
                 if not self.frames and "no_frames" not in self.errors:
                     self._no_frames_yet(text)
             elif kind == "eof":
-                self._apply(t, t.on_eof(), None)
+                self._apply(t, t.on_eof(start), None)
                 self.sidecar.checkpoint_soon()
             elif kind == "start":
                 if ("waiting", t.path) in self._said and ("appeared", t.path) not in self._said:
                     self._said.add(("appeared", t.path))
                     log.info("source %s: %s appeared: following it", self.spec.name, t.path)
+                # the record open before a restart, whose bytes were destroyed while down
+                self._apply(t, t.rescue(), None)
                 t.on_start(start, text)
                 # The file's identity is on disk before its first frame is spooled: a crash
                 # after a spool write can then always resume past it (apply_spool_offsets).
@@ -171,7 +196,6 @@ class Source:
                 # are gone), so the spool record is not a resume point either
                 self._apply(t, t.on_reset(text), None)
                 self.sidecar.checkpoint_soon()
-        return True
 
     def _no_frames_yet(self, text: str) -> None:
         """Many lines, not one frame: say once that the format is likely wrong (with the
@@ -326,43 +350,70 @@ class Source:
     def apply_spool_offsets(self, offsets: dict) -> None:
         """Move resume offsets forward to what the spool says was already written (the
         process died between a spool write and the checkpoint); the spool's record is
-        then also the last frame to restore."""
+        then also the last frame to restore. A spool record of a later generation (the
+        file was truncated or rotated, and frames of the new content spooled, before the
+        checkpoint that says so was on disk) is resumed from like a state rebuilt from
+        the spool: its offset is proved by reading up to it (follow.py, track.py)."""
         files = self.saved.setdefault("files", {})
+        self.spool_last.update(offsets)
         for path, (gen, off, rec) in offsets.items():
-            st = (files.get(path) or {}).get("file")
-            if st and st.get("gen", 0) == gen and off > st.get("offset", 0):
+            entry = files.get(path) or {}
+            st = entry.get("file")
+            if not st:
+                continue
+            if st.get("gen", 0) == gen and off > st.get("offset", 0):
                 log.info("%s: the spool is ahead of the checkpoint (byte %d > %d): resuming there",
                          path, off, st["offset"])
                 st["offset"] = off
-                self.last = {k: rec.get(k) for k in ("framework", "step", "ts", "data")}
+            elif gen > st.get("gen", 0) and isinstance(rec.get("ino"), int):
+                new = self._spool_file_state(path, gen, off, rec)
+                if new is None:
+                    continue
+                log.info("%s: the spool is a generation ahead of the checkpoint (%d > %d): "
+                         "resuming after its last record (byte %d), once proved", path, gen,
+                         st.get("gen", 0), off)
+                entry["file"] = new
+            else:
+                continue
+            self.last = {k: rec.get(k) for k in ("framework", "step", "ts", "data")}
+
+    @staticmethod
+    def _spool_file_state(path: str, gen: int, off: int, rec: dict) -> dict | None:
+        """A follower's saved state from a spool record of the file: its identity and
+        offset, no fingerprint (so the follower proves the offset before trusting it)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        ino = rec.get("ino")
+        if not isinstance(ino, int):  # a spool written before records carried the inode
+            if st is None or st.st_size < off:
+                return None
+            ino = st.st_ino
+        try:
+            dev = st.st_dev if st is not None and st.st_ino == ino else \
+                os.stat(os.path.dirname(path) or ".").st_dev
+        except OSError:
+            return None
+        return {"dev": dev, "ino": ino, "offset": off, "fp_len": 0, "fp": "", "gen": gen}
 
     def resume_from_spool(self, offsets: dict) -> None:
         """The state file was lost: rebuild each file's resume point from the last spool
         record of it (its generation, inode and offset), so what the spool holds is not
         read again. A file whose inode is no longer at its path is found rotated in its
-        directory, as after a normal restart; one that is gone is read from the start."""
+        directory, as after a normal restart; one that is gone is read from the start.
+        Without a fingerprint the offset is proved by reading up to it (follow.py)."""
         files = self.saved.setdefault("files", {})
         newest = None
         for path, (gen, off, rec) in offsets.items():
             if not (path == self.spec.pattern or
                     (self.is_glob and fnmatch.fnmatchcase(path, self.spec.pattern))):
                 continue
-            try:
-                st = os.stat(path)
-            except OSError:
-                st = None
-            ino = rec.get("ino")
-            if not isinstance(ino, int):  # a spool written before records carried the inode
-                if st is None or st.st_size < off:
-                    continue
-                ino = st.st_ino
-            try:
-                dev = st.st_dev if st is not None and st.st_ino == ino else \
-                    os.stat(os.path.dirname(path) or ".").st_dev
-            except OSError:
+            fs = self._spool_file_state(path, gen, off, rec)
+            if fs is None:
                 continue
-            files[path] = {"file": {"dev": dev, "ino": ino, "offset": off, "fp_len": 0, "fp": "",
-                                    "gen": gen}, "format": self.spec.format}
+            files[path] = {"file": fs, "format": self.spec.format}
+            self.spool_last[path] = (gen, off, rec)
             if newest is None or (rec.get("ts") or 0) >= (newest.get("ts") or 0):
                 newest = rec
         if newest is not None:

@@ -12,7 +12,7 @@ from ..catalog import CATALOG, COUNTER
 
 # kinds always rendered (at 0) for file sources, so an alert sees the series from the start
 ERROR_KINDS = ("state_unreadable", "state_write", "spool_write", "spool_sync", "file_unreadable",
-               "no_frames")
+               "truncated_unread", "no_frames")
 
 
 class SourceCollector:
@@ -58,6 +58,7 @@ class SourceCollector:
                     add("rl_exporter_source_files", dict(lab, state=st), states[st])
             errors = Counter(s.errors)
             errors["file_unreadable"] += sum(t.follower.unreadable for t in tracks)
+            errors["truncated_unread"] += sum(t.follower.lost for t in tracks)
             kinds = set(errors) | (set(ERROR_KINDS) if s.spec.format != "ingest" else set())
             for kind in sorted(kinds):
                 add("rl_exporter_source_errors_total", dict(lab, kind=kind), errors[kind])

@@ -10,6 +10,9 @@ NVMLError_<Name> subclasses), plus the failure modes worth testing:
     FakeNVML(library_missing=True).nvmlInit()    # raises NVMLError_LibraryNotFound
 
 `call_delay` makes every device query block in C (libc usleep through ctypes);
+`gate=fd` makes each wait in C until a byte can be read from that descriptor (or 30 s
+pass), so a test can prove that another Python thread runs while a query waits: it is
+the one that writes the byte;
 with `hold_gil=True` it goes through ctypes.PyDLL, which keeps the GIL held like a
 C extension that never releases it would: benchmarks/bench_gpu.py uses the pair
 to show that a GIL hold across a call is visible, and that real NVML calls
@@ -23,6 +26,13 @@ from types import SimpleNamespace
 
 _libc = ctypes.CDLL(None)        # calls release the GIL
 _libc_gil = ctypes.PyDLL(None)   # calls keep the GIL
+
+
+class _PollFd(ctypes.Structure):
+    _fields_ = [("fd", ctypes.c_int), ("events", ctypes.c_short), ("revents", ctypes.c_short)]
+
+
+_POLLIN = 0x001
 
 
 class NVMLError(Exception):
@@ -107,7 +117,7 @@ class FakeNVML:
 
     def __init__(self, gpus=2, *, names=None, library_missing=False, lost=(), unsupported=None,
                  unsupported_fields=None, failing=None, field_types=None, call_delay: float = 0.0,
-                 hold_gil: bool = False):
+                 hold_gil: bool = False, gate: int | None = None):
         n = gpus if isinstance(gpus, int) else len(gpus)
         self.gpus = [default_gpu(i, (names or {}).get(i, "NVIDIA H100 80GB HBM3")) for i in range(n)] \
             if isinstance(gpus, int) else [dict(g) for g in gpus]
@@ -119,6 +129,9 @@ class FakeNVML:
         self.field_types = dict(field_types or {})  # field id -> NVML value type (1: 32-bit uint)
         self.call_delay_us = int(call_delay * 1e6)
         self._sleep = (_libc_gil if hold_gil else _libc).usleep
+        self._c = _libc_gil if hold_gil else _libc
+        self.gate = gate
+        self.gated = 0  # queries released by a byte on the gate (not by its 30 s timeout)
         self.calls: dict[str, int] = {}
         self.initialised = 0
         self._lock = threading.Lock()
@@ -128,6 +141,11 @@ class FakeNVML:
         self.calls[fn] = self.calls.get(fn, 0) + 1
         if self.call_delay_us:
             self._sleep(self.call_delay_us)
+        if self.gate is not None and h is not None:
+            pfd = _PollFd(self.gate, _POLLIN, 0)
+            if self._c.poll(ctypes.byref(pfd), 1, 30_000) == 1:  # waits in C
+                self._c.read(self.gate, ctypes.create_string_buffer(1), 1)
+                self.gated += 1
         if h is None:
             return None
         if h in self.lost:

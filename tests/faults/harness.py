@@ -3,9 +3,14 @@
 A loop calls timer(), observe() and log() the way a trainer does (a 150-key veRL
 frame per step, some host work between steps). Each fault test runs it on a
 fault-free exporter and on a faulted one, interleaved in rounds in the same process,
-and compares log()'s p99 (the caller's cost). On a shared 2-core host one unlucky
-round can read high, so a comparison above the limit is measured again (at most
-ATTEMPTS times, all attempts reported); a real regression fails every attempt.
+and records log()'s p99 ratio (the caller's cost) in the table printed at the end.
+
+The tests assert what is deterministic: nothing raised into the loop, every loss counted
+under its reason, the ledger balanced. The timing figures (the p99 ratio within LIMIT,
+close() within its timeout) are a benchmark's: `python benchmarks/bench_faults.py` runs
+this suite with RLX_FAULT_TIMING=1, which asserts them too. On a shared 2-core host one
+unlucky round can read high, so there a comparison above the limit is measured again (at
+most ATTEMPTS times, all attempts reported); a real regression fails every attempt.
 """
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ import time
 from exporter.testing import verl_frame
 
 LIMIT = 2.0       # faulted p99 / fault-free p99
-ATTEMPTS = 3
+TIMED = os.environ.get("RLX_FAULT_TIMING", "") == "1"  # assert the timing figures too
+ATTEMPTS = 3 if TIMED else 1
+HANG_S = 60.0     # without TIMED: how long a bounded operation may take before it is a hang
 RESULTS: list[dict] = []  # printed as a table at the end of the session (conftest.py)
 
 
@@ -71,9 +78,21 @@ def compare(name: str, base_ex, fault_ex, *, steps: int = 800, rounds: int = 2,
     res = {"fault": name, "ratio": ratio, "base_p99_us": b, "fault_p99_us": f,
            "attempts": [round(a[0], 2) for a in attempts], "counted": counted}
     RESULTS.append(res)
-    assert ratio <= LIMIT, f"{name}: log() p99 {f:.1f} us vs {b:.1f} us fault-free " \
-                           f"(ratios {res['attempts']})"
+    check_ratio(ratio, f"{name}: log() p99 {f:.1f} us vs {b:.1f} us fault-free "
+                       f"(ratios {res['attempts']})")
     return res
+
+
+def check_ratio(ratio: float, what: str = "") -> None:
+    """The p99 ratio within LIMIT: asserted in the benchmark run (TIMED), recorded always."""
+    if TIMED:
+        assert ratio <= LIMIT, what or ratio
+
+
+def check_bound(seconds: float, limit: float, what: str) -> None:
+    """A bounded operation (close() within its timeout): within `limit` in the benchmark
+    run (TIMED); otherwise only not a hang."""
+    assert seconds < (limit if TIMED else HANG_S), f"{what}: {seconds:.2f} s"
 
 
 def record(name: str, ratio: float, base_us: float, fault_us: float, counted: str,

@@ -73,3 +73,93 @@ def test_killed_backfill_leaves_no_temporary_directory(tmp_path, verb, sig):
     _, err = p.communicate(timeout=60)
     assert p.returncode != 0
     assert list(tmp.iterdir()) == [], (list(tmp.iterdir()), err[-1000:])
+
+
+# ------------------------------------------------------------------ hostile lines
+NESTED = '{"spool":1,"ts":1700000931,"run":"h","framework":"verl","step":31,"data":{"x":' + \
+    "[" * 100000 + "]" * 100000 + "}}\n"
+
+
+def sp_line(n: int) -> str:
+    return json.dumps({"spool": 1, "ts": 1.7e9 + 30 * n, "run": "h", "framework": "verl",
+                       "step": n, "data": {"actor/entropy": 0.5}}) + "\n"
+
+
+def jsonl_line(n: int) -> str:
+    return json.dumps({"step": n, "data": {"actor/entropy": 0.5}}) + "\n"
+
+
+def read_all(path, fmt):
+    from exporter.postmortem import logs
+    stats = logs.LogStats(str(path))
+    steps = [fr.step for fr, _, _ in logs.frames(str(path), fmt, stats)]
+    return steps, stats
+
+
+@pytest.mark.parametrize("fmt,line", [("spool", sp_line), ("verl_jsonl", jsonl_line)])
+def test_a_line_nested_too_deep_is_one_counted_rejection(tmp_path, fmt, line):
+    """A JSON line nesting 10^5 deep raised RecursionError out of the line parser: doctor and
+    backfill ended in a traceback for the whole log (the review's nested.spool)."""
+    p = tmp_path / "nested.log"
+    p.write_text("".join(line(n) for n in range(1, 31)) + NESTED +
+                 "".join(line(n) for n in range(32, 61)))
+    steps, stats = read_all(p, fmt)
+    assert steps == [n for n in range(1, 61) if n != 31]
+    assert stats.rejected.get("bad_json") == 1, stats.rejected
+
+
+def test_an_over_long_line_is_one_counted_rejection_never_held_whole(tmp_path):
+    """60 frames, then 200 MB without a newline: doctor peaked at 1.29 GB (the reader held
+    the line whole, several times over). Post-mortem reading now has serve's line cap: the
+    line is skipped in bounded memory and counted; the frames around it are kept."""
+    import tracemalloc
+    from exporter.logs.read import MAX_LINE_BYTES
+    p = tmp_path / "nonl.log"
+    frame = "step:{} - actor/entropy:0.5 - actor/pg_loss:0.1\n"
+    with open(p, "w") as f:
+        f.write("".join(frame.format(n) for n in range(1, 31)))
+        f.write("Z" * (8 * MAX_LINE_BYTES) + "\n")     # over the cap, with its newline
+        f.write("".join(frame.format(n) for n in range(31, 61)))
+        f.write("Y" * (16 * MAX_LINE_BYTES))           # over the cap, never ended
+    tracemalloc.start()
+    try:
+        steps, stats = read_all(p, "verl_console")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert steps == list(range(1, 61))
+    assert stats.rejected.get("line_too_long") == 2, stats.rejected
+    assert peak < 4 * MAX_LINE_BYTES, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_a_line_a_parser_fails_on_costs_that_line_only(monkeypatch):
+    """Whatever a parser raises on one line is that line's rejection (`malformed`), said
+    once: the lines after it are read, and nothing propagates."""
+    from exporter.logs import verl_console
+    from exporter.logs.read import Reader
+    real = verl_console.VerlConsoleParser.feed
+
+    def feed(self, line):
+        if "boom" in line:
+            raise IndexError("a parser bug")
+        return real(self, line)
+    monkeypatch.setattr(verl_console.VerlConsoleParser, "feed", feed)
+    r = Reader("verl_console")
+    got = []
+    for line in ["step:1 - a/b:1.0", "step:2 - boom:1", "step:3 - a/b:1.0"]:
+        got += r.feed(line)
+    got += r.flush()
+    assert [x.frame.step for x in got] == [1, 3]
+    assert r.rejected["malformed"] == 1
+
+
+@needs_promtool
+def test_backfill_reads_past_a_nested_line_and_an_unterminated_huge_line(tmp_path):
+    p = tmp_path / "h.spool"
+    p.write_text("".join(sp_line(n) for n in range(1, 31)) + NESTED +
+                 "".join(sp_line(n) for n in range(32, 61)) + "Z" * (3 << 20))
+    r = cli("backfill", str(p), "--run", "h", "--out", str(tmp_path / "blocks"), "--json",
+            timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    assert json.loads(r.stdout)["frames"] == 59

@@ -318,3 +318,248 @@ def test_replaced_while_down_with_the_old_file_gone_is_counted(tmp_path):
     sc.close()
     ledger(tmp_path, 30, dropped=10)
     assert errs["file_unreadable"] == 1, errs
+
+
+# ------------------------------------------------------------------ rewritten while down
+def kill9(sc: Sidecar) -> None:
+    """kill -9 at once: nothing written after the last poll's own checkpoint."""
+    for ex in sc.runs.values():
+        ex.close()
+    for s in sc.sources:
+        for t in s.tracks.values():
+            t.follower.close()
+    sc.spool_out.close()
+
+
+def test_rotation_then_kill9_then_rewrite_while_down_exactly_once(tmp_path):
+    """The review's rewrite_while_down.py: killed within a second of following a rotated-in
+    file, whose checkpoint held no fingerprint (fp_len 0: taken only at the next poll);
+    while down the trainer truncated and rewrote that file, longer. The restart resumed
+    mid-file: 20 of 30 new frames lost, nothing counted. The fingerprint is now taken when
+    a file is opened, so the rewrite is recognised and the file read from its start."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 21))
+    sc = start(tmp_path)
+    drain(sc)
+    os.rename(log, tmp_path / "train.log.1")
+    log.write_bytes(lines(21, 41))
+    sc.poll_once()                         # the rotation, the new file's lines, a checkpoint
+    kill9(sc)
+    state = json.loads((tmp_path / "state.json").read_text())
+    saved = state["sources"][f"verl_console:{log}"]["files"][str(log)]["file"]
+    assert saved["fp_len"] >= min(saved["offset"], 4096), saved
+    log.write_bytes(lines(41, 71))         # the trainer restarted: `> train.log`, more lines
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 70)
+
+
+def test_a_record_open_at_a_crash_survives_a_truncation_while_down(tmp_path):
+    """A veRL record is complete only when the next one starts or the file idles: killed
+    inside that window, then the trainer truncates the log while serve is down, and the
+    record's bytes are gone (the review's R4: 1 frame). The state file keeps the bytes of
+    the record still open; a restart that finds them destroyed exports it from there."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 21))
+    sc = start(tmp_path, idle_flush=60.0)
+    for _ in range(3):
+        sc.poll_once()
+    assert sc.sources[0].tracks[str(log)].open  # step 20's record is still open
+    kill9(sc)
+    log.write_bytes(lines(21, 51))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 50)
+
+
+def test_state_lost_and_file_rewritten_while_down_exactly_once(tmp_path):
+    """A state file rebuilt from the spool has no fingerprint: the offset it resumes at
+    cannot be proved. The file was rewritten in place (longer) while down: resuming there
+    lost its head. Now such a file is read from its start; what the spool holds is
+    recognised (up to its last record) or, here, found to differ and read as new."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    crash(sc)
+    (tmp_path / "state.json").write_text("{garbage")
+    log.write_bytes(lines(61, 131))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 130)
+
+
+def test_rewrite_keeping_a_long_identical_head_is_recognised(tmp_path):
+    """A trainer's start-up print (a config dump) is the same at every start and longer
+    than the 4 KiB head fingerprint: a rewrite while down looked unchanged, and the restart
+    resumed mid-file. The checkpoint now also fingerprints the bytes just before its
+    offset."""
+    head = b"".join(f"config.option_{i}: value_{i}\n".encode() for i in range(300))
+    assert len(head) > 4096
+    log = tmp_path / "train.log"
+    log.write_bytes(head + lines(1, 21))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    log.write_bytes(head + lines(21, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 60)
+
+
+def test_lagging_sidecar_counts_a_successor_truncated_before_it_was_read(tmp_path,
+                                                                         monkeypatch):
+    """The review's `huge,rotate,truncate`: skipping a 100 MB line took seconds, because a
+    poll that only skipped bytes counted as idle and waited a poll interval; meanwhile the
+    rotated-in file was truncated and its 20 frames were lost, uncounted. A poll that read
+    bytes is now busy (no wait), and a successor truncated while held unread is counted
+    (errors{kind="truncated_unread"})."""
+    from exporter.sidecar import follow
+    monkeypatch.setattr(follow, "POLL_BUDGET", 1 << 20)
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 11) + b"x" * (8 << 20) + b"\n" + lines(11, 21))
+    sc = start(tmp_path)
+    sc.poll_once()
+    sc.poll_once()
+    assert sc.poll_once() is True          # only skipping bytes: busy all the same
+    os.rename(log, tmp_path / "train.log.1")
+    log.write_bytes(lines(21, 41))         # rotated in ...
+    sc.poll_once()
+    log.write_bytes(lines(41, 61))         # ... and truncated before the sidecar got to it
+    drain(sc)
+    errs = source_errors(sc)
+    sc.close()
+    ledger(tmp_path, 60, dropped=20)
+    assert errs["truncated_unread"] == 1, errs
+
+
+def test_spool_ahead_of_an_older_checkpoint_resumes_there(tmp_path):
+    """Killed a while after the last checkpoint: the spool's offset is ahead of it, and the
+    checkpoint's fingerprint of the bytes before its own offset still proves the file (it
+    is checked where it was taken, not at the spool's offset)."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 101))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.checkpoint_interval = 3600.0
+    sc.checkpoint()
+    sc._checkpoint_due = time.monotonic() + 3600.0
+    append(log, lines(101, 201))
+    drain(sc)                              # spooled, never checkpointed
+    kill9(sc)
+    append(log, lines(201, 221))
+    sc = start(tmp_path)
+    drain(sc)
+    f = sc.sources[0].tracks[str(log)].follower
+    sc.close()
+    assert f.truncations == 0
+    ledger(tmp_path, 220)
+
+
+@pytest.mark.parametrize("change", ["truncate", "rotate"])
+def test_new_content_spooled_before_its_checkpoint_reached_disk(tmp_path, change):
+    """The file was truncated (or rotated) and frames of the new content spooled, then the
+    process died before the checkpoint that knew of it was on disk (one fsync away). The
+    spool is a generation ahead of the state: its last record, once proved by reading up
+    to it, is where the restart resumes (the review's c7 under load: 43 duplicated)."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 31))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.checkpoint = lambda: None           # from here on, no checkpoint reaches the disk
+    if change == "rotate":
+        os.rename(log, tmp_path / "train.log.1")
+    log.write_bytes(lines(31, 61))
+    drain(sc)
+    kill9(sc)
+    append(log, lines(61, 71))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 70)
+
+
+def test_a_line_nested_too_deep_costs_that_line_only(tmp_path):
+    """The review's nested_jsonl_sidecar.py: a verl_jsonl line nesting 10^5 deep (200 KB,
+    under the line cap) raised RecursionError out of the parser; the poll was abandoned and
+    the 9 frames after it in the same poll never exported, counted only as one
+    `error`. It is now one bad_json rejection; its neighbours are exported."""
+    log = tmp_path / "train.jsonl"
+    body = [json.dumps({"step": n, "data": {"actor/entropy": 0.5}}) for n in range(1, 21)]
+    body[10] = '{"step":11,"data":{"x":' + "[" * 100000 + "]" * 100000 + "}}"
+    log.write_text("\n".join(body) + "\n")
+    sc = Sidecar([SourceSpec(f"verl_jsonl:{log}", "r")], run="r", port=None, gpu=False,
+                 state_path=str(tmp_path / "state.json"), spool_out=str(tmp_path / "spool.jsonl"),
+                 checkpoint_interval=0.0, idle_flush=0.0)
+    drain(sc)
+    rej = sc.sources[0].parser_rejections()
+    sc.close()
+    ledger(tmp_path, 20, dropped=1)
+    assert 11 not in spooled(tmp_path)
+    assert rej["bad_json"] == 1 and rej["error"] == 0, rej
+
+
+def test_a_log_line_with_an_absurd_step_is_rejected_not_booked_as_restart(tmp_path):
+    """The review's G4: `step:99999999999` among 60 veRL lines made every later interval
+    `restart` badput. The step is rejected (implausible_step); the frame is exported."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 31) + vline(99999999999) + lines(31, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    p = next(iter(sc.runs.values()))
+    p.flush()
+    restart, st = p.goodput.totals["restart"], p.stats()
+    sc.close()
+    assert restart == 0.0
+    assert st["values_rejected"].get("implausible_step") == 1, st["values_rejected"]
+    assert st["frames_processed"] == 61 and st["last_step"] == 60
+
+
+def test_spool_ahead_then_rotated_while_down_exactly_once(tmp_path):
+    """The review's r8 (kill9_rotate): killed with the spool ahead of the checkpoint, then
+    the file rotated while down. The old file, found by inode, is re-read up to the spool's
+    last record to prove the offset; the rotation noticed in the same poll must not make
+    the restart forget that (18 duplicated)."""
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 11))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.checkpoint = lambda: None            # the checkpoint lags the spool
+    append(log, lines(11, 19))
+    drain(sc)
+    kill9(sc)
+    append(log, lines(19, 51))              # while down: more, then rotated
+    os.rename(log, tmp_path / "train.log.50")
+    log.write_bytes(lines(51, 61))
+    sc = start(tmp_path)
+    drain(sc)
+    sc.close()
+    ledger(tmp_path, 60)
+
+
+def test_bytes_seen_unread_at_a_crash_and_destroyed_while_down_are_counted(tmp_path, monkeypatch):
+    """Behind on a backlog when killed, and the trainer truncates the log while serve is
+    down: the bytes the last checkpoint had seen but not read are gone. Nothing can bring
+    them back; the restart counts them (truncated_unread) and reads the new content."""
+    from exporter.sidecar import follow
+    monkeypatch.setattr(follow, "READ_CHUNK", 4 << 10)
+    monkeypatch.setattr(follow, "POLL_BUDGET", 8 << 10)
+    log = tmp_path / "train.log"
+    log.write_bytes(lines(1, 401))          # ~35 KB: several polls
+    sc = start(tmp_path)
+    sc.poll_once()                          # part of it read, checkpointed with its size
+    kill9(sc)
+    read = len(spooled(tmp_path))
+    assert 0 < read < 399
+    log.write_bytes(lines(401, 421))
+    sc = start(tmp_path)
+    drain(sc)
+    errs = source_errors(sc)
+    sc.close()
+    # the unread rest of the first content; the record open at the crash is kept
+    ledger(tmp_path, 420, dropped=400 - read - 1)
+    assert errs["truncated_unread"] == 1, errs

