@@ -193,7 +193,8 @@ def _across_restarts(paths, run, work, ruleset, runbook, res, ev, eval_interval,
                           work=whole, **kw)
         prom = tools.Prometheus(os.path.join(whole, "data"), whole).start()
         try:
-            got = evmod.evaluate(prom, sub, one, runbook, whole, eval_interval, keep=keep)
+            got = evmod.evaluate(prom, sub, one, runbook, whole, eval_interval, keep=keep,
+                                 alerts_into=data)  # their history: beside the segments'
         finally:
             prom.stop()
         for f in got.findings:
@@ -205,8 +206,7 @@ def _across_restarts(paths, run, work, ruleset, runbook, res, ev, eval_interval,
             both = set(getattr(ev, name)) | set(getattr(got, name))
             setattr(ev, name, [n for n in order if n in both])
         ev.alert_series += got.alert_series
-        for block in got.blocks:  # their ALERTS, beside the segments' (keep)
-            shutil.move(block, os.path.join(data, os.path.basename(block)))
+        ev.blocks += got.blocks
         shutil.rmtree(whole, ignore_errors=True)
 
 

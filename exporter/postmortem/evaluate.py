@@ -277,8 +277,9 @@ class _Writer:
         self.fh.write("".join(f"{prefix}{value_text(v)} {t:.3f}\n" for t, v in points))
         self.samples += len(points)
 
-    def install(self, restart: bool = True) -> int:
-        """Blocks of what was written, into Prometheus's data; the samples written."""
+    def install(self, restart: bool = True, into: str | None = None) -> int:
+        """Blocks of what was written, into Prometheus's data (restarting it on them), or
+        `into` another directory; the samples written."""
         self.fh.write("# EOF\n")
         self.fh.close()
         if self.samples:
@@ -286,14 +287,15 @@ class _Writer:
             tools.run([self.promtool, "tsdb", "create-blocks-from", "openmetrics", "-q",
                        duration_flag(self.block_ms), self.path, out],
                       "promtool tsdb create-blocks-from openmetrics (rules)")
-            self.prom.stop()
+            if into is None:
+                self.prom.stop()
             for name in os.listdir(out) if os.path.isdir(out) else ():
                 if os.path.exists(os.path.join(out, name, "meta.json")):
-                    dest = os.path.join(self.prom.data_dir, name)
+                    dest = os.path.join(into or self.prom.data_dir, name)
                     shutil.move(os.path.join(out, name), dest)
                     self.installed.append(dest)
             shutil.rmtree(out, ignore_errors=True)
-            if restart:
+            if restart and into is None:
                 self.prom.start()
         os.unlink(self.path)
         return self.samples
@@ -330,11 +332,13 @@ def _record(prom, writer, rules, available: set, ev, start, end, interval, bar,
 
 
 def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir: str,
-             eval_interval: float = 60.0, *, keep: bool = False, phases=None) -> Evaluation:
+             eval_interval: float = 60.0, *, keep: bool = False, phases=None,
+             alerts_into: str | None = None) -> Evaluation:
     """The rules over the backfilled run. keep=False (doctor): the recording rules the alerts
     read, the findings. keep=True (backfill, doctor --keep): every recording rule, and the
     alerts' ALERTS / ALERTS_FOR_STATE series and the recordings that read them, as blocks
-    in Prometheus's data directory."""
+    in Prometheus's data directory (the alert history into `alerts_into` instead, when given:
+    a ruleset of alerts only, whose history belongs to another TSDB)."""
     ev = Evaluation(eval_interval=eval_interval, rule_files=list(ruleset.files))
     phases = phases if phases is not None else Phases(False)
     start, end = backfilled.start, backfilled.end
@@ -405,9 +409,9 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
         t2 = time.perf_counter()
         with phases("alert history (ALERTS) and the rules that read it", None,
                     "queries") as bar:
-            writer.install()
+            writer.install(into=alerts_into)
             rest = [r for r in ruleset.recording if r.record in post]
-            if rest:
+            if rest and alerts_into is None:
                 _record(prom, writer, rest, series_names(prom), ev, start, end, eval_interval,
                         bar)
         ev.timings["alert_history"] = time.perf_counter() - t2
