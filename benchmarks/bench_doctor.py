@@ -189,9 +189,12 @@ def main() -> int:
         c = time.process_time()
         parse_s = parse_only(log)
         parse_cpu = time.process_time() - c
+        # doctor, backfill, doctor: the ratio is not the machine's drift between two runs
+        out, d_wall1, d_cpu1 = timed(lambda: doctor([log], run="bench", progress=False))
         (bres, bev), b_wall, b_cpu = timed(lambda: backfill_out(
             [log], "bench", os.path.join(work, "out"), progress=False))
-        out, d_wall, d_cpu = timed(lambda: doctor([log], run="bench", progress=False))
+        out, d_wall2, d_cpu2 = timed(lambda: doctor([log], run="bench", progress=False))
+        d_wall, d_cpu = (d_wall1 + d_wall2) / 2, (d_cpu1 + d_cpu2) / 2
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         c18, c2, n18, n2 = compare_block_files(log, args.compare_steps, work)
@@ -216,10 +219,12 @@ def main() -> int:
     for name, wk, ck in PHASES:
         print(f"{name:<50}{cell(bt, wk)}{cell(bt, ck)}{cell(dt, wk)}{cell(dt, ck)}")
     print(f"{'end to end (incl. Prometheus, promtool CPU)':<50}{b_wall:>9.2f}{b_cpu:>9.2f}"
-          f"{d_wall:>9.2f}{d_cpu:>9.2f}")
+          f"{d_wall2:>9.2f}{d_cpu2:>9.2f}")
     ratio = d_wall / b_wall
     print(f"\ndoctor / backfill on the same log: {ratio:.2f}x wall, {d_cpu / b_cpu:.2f}x CPU "
-          f"(target <= 1.5x: {'PASS' if ratio <= 1.5 else 'FAIL'})")
+          f"(target <= 1.5x: {'PASS' if ratio <= 1.5 else 'FAIL'}; doctor ran before and "
+          f"after backfill: {d_wall1:.1f} s and {d_wall2:.1f} s wall; the phase table is the "
+          "second)")
     print(f"doctor end to end: {d_wall:.1f} s wall, {d_cpu:.1f} s CPU on {cores} core(s) "
           f"(target < 15 s wall: {'PASS' if d_wall < 15 else 'FAIL'}; CPU / cores = "
           f"{d_cpu / cores:.1f} s, the wall time on idle cores)")

@@ -115,8 +115,10 @@ def backfill_out(paths: list[str], run: str, out: str, *, rules: list[str] | Non
         if with_rules:
             res, ev, prom = examine(paths, run, work, ruleset, {}, eval_interval=eval_interval,
                                     keep=True, phases=phases, fmt=fmt, backfill_kw=backfill_kw)
+            c = tools.cpu()
             prom.stop()
             res.timings.update(ev.timings)
+            res.timings["alert_queries_cpu"] += tools.cpu() - c  # the server's, at its exit
         else:
             res = bf.backfill(paths, run, data, fmt=fmt, progress=phases, work=work,
                               **backfill_kw)

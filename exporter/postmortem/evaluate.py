@@ -264,6 +264,7 @@ class _Writer:
         self.promtool = tools.find("promtool")
         self.n = 0
         self.installed: list[str] = []
+        self.server_cpu = 0.0
 
     def open(self, name: str):
         self.n += 1
@@ -288,7 +289,9 @@ class _Writer:
                        duration_flag(self.block_ms), self.path, out],
                       "promtool tsdb create-blocks-from openmetrics (rules)")
             if into is None:
+                c = tools.cpu()
                 self.prom.stop()
+                self.server_cpu += tools.cpu() - c  # what it evaluated, counted at its exit
             for name in os.listdir(out) if os.path.isdir(out) else ():
                 if os.path.exists(os.path.join(out, name, "meta.json")):
                     dest = os.path.join(into or self.prom.data_dir, name)
@@ -409,7 +412,9 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
         t2 = time.perf_counter()
         with phases("alert history (ALERTS) and the rules that read it", None,
                     "queries") as bar:
+            before = writer.server_cpu
             writer.install(into=alerts_into)
+            ev.timings["alert_queries_cpu"] += writer.server_cpu - before
             rest = [r for r in ruleset.recording if r.record in post]
             if rest and alerts_into is None:
                 _record(prom, writer, rest, series_names(prom), ev, start, end, eval_interval,
