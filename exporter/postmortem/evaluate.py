@@ -81,23 +81,6 @@ def series_names(prom: tools.Prometheus) -> set[str]:
     return set(prom.api("/api/v1/label/__name__/values", {}, post=False))
 
 
-def query_range(prom, expr: str, start: float, end: float, step: float) -> dict:
-    """{label tuple: [(t, v), ...]} over [start, end] on the grid start + k*step."""
-    out: dict = {}
-    t = start
-    span = step * (MAX_POINTS - 1)
-    while t <= end:
-        stop = min(end, t + span)
-        data = prom.api("/api/v1/query_range",
-                        {"query": expr, "start": f"{t:.3f}", "end": f"{stop:.3f}",
-                         "step": f"{step:g}"})
-        for s in data.get("result", []):
-            key = tuple(sorted(s["metric"].items()))
-            out.setdefault(key, []).extend((float(a), float(b)) for a, b in s["values"])
-        t = stop + step
-    return out
-
-
 def workers() -> int:
     """Range queries in flight at once: one per core this process may run on."""
     try:

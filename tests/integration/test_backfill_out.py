@@ -148,7 +148,7 @@ def test_sigint_mid_backfill_leaves_out_unchanged(tmp_path, nan_spool, long_log,
     for wait_for, after in (("om", 0.0), ("data/wal", 0.0), ("data/wal", 1.0)):
         p = _start(["backfill", str(long_log), "--run", "long", "--out", str(out)])
 
-        def reached():
+        def reached(wait_for=wait_for):
             return any((w / wait_for).exists() for w in tmp_path.glob(".rlx-backfill-*"))
         assert _when(reached), wait_for
         time.sleep(after)
