@@ -5,7 +5,8 @@ import json
 import sys
 
 HELP = ("turn a finished or crashed run's log into Prometheus TSDB blocks holding the series "
-        "`serve` would have exported, at the run's own times (promtool)")
+        "`serve` would have exported, at the run's own times, with the recording rules and the "
+        "alert history (ALERTS) Prometheus would have recorded live (promtool, Prometheus)")
 
 
 def add_arguments(p):
@@ -14,7 +15,19 @@ def add_arguments(p):
                    help="run label (in a spool holding several runs: the run to backfill)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory for the blocks (a Prometheus --storage.tsdb.path, or move "
-                        "them into one)")
+                        "them into one); written atomically: an interrupted backfill leaves it "
+                        "as it was")
+    p.add_argument("--replace", action="store_true",
+                   help="replace the blocks an earlier backfill of this --run left in DIR "
+                        "(default: refuse, rather than double the run's samples)")
+    p.add_argument("--rules", action="append", default=None, metavar="FILE",
+                   help="rule files whose recordings and alert history to write (repeatable, "
+                        "globs; default the rules shipped with rl-exporter)")
+    p.add_argument("--no-rules", action="store_true",
+                   help="the log's series only: no recording rules, no ALERTS")
+    p.add_argument("--eval-interval", type=float, default=60.0,
+                   help="seconds between rule evaluations for groups without an interval "
+                        "(default 60, Prometheus's)")
     add_common(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
@@ -45,28 +58,43 @@ def add_common(p):
 
 
 def run(args) -> int:
-    from ..postmortem import backfill as bf
+    from ..postmortem.backfill import OutputError
+    from ..postmortem.doctor import backfill_out
     from ..postmortem.logs import LogError
+    from ..postmortem.rules import RulesError
     from ..postmortem.tools import ToolFailed, ToolMissing, stop_cleanly_on_sigterm
     stop_cleanly_on_sigterm()
     try:
-        res = bf.backfill(args.logs, args.run, args.out, fmt=args.format,
-                          step_seconds=args.step_seconds, clock=args.clock, start=args.start,
-                          until=args.until, algorithm=args.algorithm, model=args.model,
-                          scrape_interval=args.scrape_interval)
+        res, ev = backfill_out(args.logs, args.run, args.out, rules=args.rules,
+                               with_rules=not args.no_rules, replace=args.replace,
+                               eval_interval=args.eval_interval, fmt=args.format,
+                               step_seconds=args.step_seconds, clock=args.clock,
+                               start=args.start, until=args.until, algorithm=args.algorithm,
+                               model=args.model, scrape_interval=args.scrape_interval)
     except ToolMissing as e:
         print(f"rl-exporter backfill: {e}", file=sys.stderr)
         return 3
-    except (LogError, ToolFailed, ValueError, OSError) as e:
+    except (LogError, RulesError, OutputError, ToolFailed, ValueError, OSError) as e:
         print(f"rl-exporter backfill: {e}", file=sys.stderr)
         return 1
     s = res.summary()
+    s["rules"] = None if ev is None else {
+        "recording_rules": len(ev.recorded), "recorded_series": sum(ev.recorded.values()),
+        "alerts_evaluated": len(ev.checks) - len(ev.no_data),
+        "alert_series": ev.alert_series,
+        "fired": sorted({f.alert for f in ev.findings})}
     if args.json:
         print(json.dumps(s))
     else:
         print(f"rl-exporter backfill: run {s['run']}: {s['frames']} frames, {s['steps']} steps, "
               f"{s['series']} series, {s['samples']} samples in {s['blocks']} block(s) under "
               f"{s['out']}\n  time: {s['start']} .. {s['end']} from {s['clock_source']}")
+        r = s["rules"]
+        if r is not None:
+            print(f"  rules: {r['recording_rules']} recording rules ({r['recorded_series']} series), "
+                  f"{r['alerts_evaluated']} alerts with data, {r['alert_series']} ALERTS / "
+                  f"ALERTS_FOR_STATE series" + (f" (fired: {', '.join(r['fired'])})"
+                                                 if r["fired"] else ""))
         if len(s["segments"]) > 1:
             for g in s["segments"]:
                 print(f"  segment {g['segment']} as run={g['run']}: steps {g['first_step']}.."

@@ -30,7 +30,9 @@ def add_arguments(p):
                    help="hang stack dumps to show beside RLPhaseHung / RLRunStalled (default: "
                         "LOG.stacks beside the spool, written by the hang watch or serve's py-spy)")
     p.add_argument("--keep", default=None, metavar="DIR",
-                   help="keep the TSDB and Prometheus log in DIR (default: a removed temp dir)")
+                   help="keep the TSDB in DIR/data, as `backfill --out` writes it (the log's "
+                        "blocks, every recording rule, the alert history), and the Prometheus "
+                        "log (default: a removed temp dir)")
     from ..postmortem import deviation
     deviation.add_doctor_arguments(p)
 

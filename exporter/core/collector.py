@@ -40,20 +40,30 @@ class StoreCollector(Collector):
         sample_name = metric.name
         return name, sample_name, [store.labels[i] for i in ids]
 
+    def plain(self, store: Store, cache: dict | None = None):
+        """(metric, family name, sample name, [labels], [series ids]) per metric of the store's
+        gauges, counters and state sets, whose values are store.values[id]: what collect()
+        renders from a store (and a replay renders without building families)."""
+        old, out = self._cache, []
+        for metric, ids in store.snapshot():
+            key = (id(store), metric.name)
+            entry = old.get(key)
+            if entry is None or entry[0] != len(ids):
+                entry = (len(ids), self._template(store, metric, ids))
+            if cache is not None:
+                cache[key] = entry
+            name, sample_name, label_dicts = entry[1]
+            out.append((metric, name, sample_name, label_dicts, ids))
+        return out
+
     def collect(self):
         families: dict[str, PromMetric] = {}
         # One template per (store, metric), replaced when the metric gains series; the cache
         # is rebuilt each scrape, so templates of removed stores or old sizes do not pile up.
-        old, cache = self._cache, {}
+        cache: dict = {}
         for store in list(self.stores):
             values = store.values
-            for metric, ids in store.snapshot():
-                key = (id(store), metric.name)
-                entry = old.get(key)
-                if entry is None or entry[0] != len(ids):
-                    entry = (len(ids), self._template(store, metric, ids))
-                cache[key] = entry
-                name, sample_name, label_dicts = entry[1]
+            for metric, name, sample_name, label_dicts, ids in self.plain(store, cache):
                 fam = families.get(metric.name)
                 if fam is None:
                     unit = _UNIT_SUFFIX.get(metric.unit, "")
@@ -64,6 +74,13 @@ class StoreCollector(Collector):
                 fam.samples.extend([Sample(sample_name, lab, values[i], None, None)
                                     for lab, i in zip(label_dicts, ids)])
         self._cache = cache
+        self.derived(families)
+        return list(families.values())
+
+    def derived(self, families: dict | None = None) -> dict:
+        """The histograms' and `extra`'s families (the series not read from store.values),
+        added to `families`."""
+        families = {} if families is None else families
         for store in list(self.stores):
             for metric, rows in store.histograms.snapshot():
                 fam = families.get(metric.name)
@@ -93,4 +110,4 @@ class StoreCollector(Collector):
                 lab = {"run": store.run}
                 lab.update(labels)
                 fam.samples.append(Sample(metric_name, lab, float(value), None, None))
-        return list(families.values())
+        return families

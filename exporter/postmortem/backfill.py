@@ -7,8 +7,6 @@ import datetime as dt
 import logging
 import math
 import os
-import shutil
-import tempfile
 import time
 from array import array
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +17,8 @@ from . import logs, tools
 from .points import Watcher
 from ..core.segments import Segmenter
 from ..core.segments import kind as record_kind
-from .openmetrics import BlockFiles
-from .progress import Progress
+from .openmetrics import LOG_BLOCK_MS, BlockFiles, duration_flag
+from .progress import Phases
 from .replay import Replay
 
 log = logging.getLogger("rl_exporter.backfill")
@@ -128,9 +126,24 @@ def _prescan(path: str, fmt: str, durations, only_run=None) -> tuple[list, float
 def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
              step_seconds: float = 60.0, clock: str = "auto", start: str | None = None,
              until: str | None = None, algorithm: str | None = None, model: str | None = None,
-             progress: bool | None = None, keep_openmetrics: str | None = None,
-             scrape_interval: float = SCRAPE_INTERVAL, split_segments: bool = True) -> Result:
+             progress=None, keep_openmetrics: str | None = None,
+             scrape_interval: float = SCRAPE_INTERVAL, split_segments: bool = True,
+             work: str | None = None) -> Result:
+    """The log's samples as blocks in `out_dir`. `work`: the caller's scratch directory (the
+    OpenMetrics files live there while promtool reads them), else one of our own, removed on
+    every way out. `progress`: a Phases, or None (on a terminal) / True / False."""
     promtool = tools.find("promtool")  # before any work: a missing engine is the first thing said
+    phases = progress if isinstance(progress, Phases) else Phases(progress)
+    with tools.scratch("rlx-backfill-", keep=work) as scratch:
+        return _backfill(paths, run, out_dir, promtool, phases, scratch, fmt=fmt,
+                         step_seconds=step_seconds, clock=clock, start=start, until=until,
+                         algorithm=algorithm, model=model, keep_openmetrics=keep_openmetrics,
+                         scrape_interval=scrape_interval, split_segments=split_segments)
+
+
+def _backfill(paths, run, out_dir, promtool, phases, work, *, fmt, step_seconds, clock, start,
+              until, algorithm, model, keep_openmetrics, scrape_interval,
+              split_segments) -> Result:
     t_begin = time.perf_counter()
     c_own, c_kids = tools.cpu(children=False), tools.cpu(own=False)
     fmts = [logs.sniff(p, fmt) for p in paths]
@@ -154,18 +167,18 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
             t0 = math.floor((mtime - est_frames * per_step) / 60) * 60
     res = Result(run=run, out_dir=out_dir, clock=kind, clock_why=why)
     clk = clockmod.Clock(kind, t0, step_seconds)
-    work = tempfile.mkdtemp(prefix="rlx-backfill-")
     om_dir = keep_openmetrics or os.path.join(work, "om")
     os.makedirs(out_dir, exist_ok=True)
     block_time = [0.0]
-    # promtool turns each finished 2 h file into a block while parsing goes on (another core
+    # promtool turns each finished 18 h file into a block while parsing goes on (another core
     # when there is one); at most IN_FLIGHT files wait, so disk use stays bounded
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="promtool")
     pending: collections.deque = collections.deque()
 
     def promtool_block(path: str) -> None:
         tb = time.perf_counter()
-        tools.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", path, out_dir],
+        tools.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q",
+                   duration_flag(LOG_BLOCK_MS), path, out_dir],
                   "promtool tsdb create-blocks-from openmetrics")
         if not keep_openmetrics:
             os.unlink(path)
@@ -176,8 +189,8 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         while len(pending) > IN_FLIGHT or (pending and pending[0].done()):
             pending.popleft().result()  # raises the first promtool failure here
 
-    blocks = BlockFiles(om_dir, on_close=make_block)
-    bar = Progress(logs.total_bytes(paths), "parsing", enabled=progress)
+    blocks = BlockFiles(om_dir, on_close=make_block, block_ms=LOG_BLOCK_MS)
+    bar = phases("parsing the log", logs.total_bytes(paths), "MiB")
     replay = None
     seg_of_replay = None  # the segment the replay's pipeline (and goodput ledger) is for
     done_before = 0
@@ -248,8 +261,11 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
             res.end = stop
         blocks.close()
         t_parsed = time.perf_counter()
-        while pending:
-            pending.popleft().result()
+        with phases("writing the log's blocks (promtool)", len(blocks.paths), "blocks") as wait:
+            wait.update(len(blocks.paths) - len(pending))
+            while pending:
+                pending.popleft().result()
+                wait.update(len(blocks.paths) - len(pending))
         res.series = series_done + replay.series
         res.samples = blocks.samples
         res.clock_adjusted = clk.adjusted
@@ -276,7 +292,6 @@ def backfill(paths: list[str], run: str, out_dir: str, *, fmt: str = "auto",
         if replay is not None:
             seg_of_replay.goodput = dict(replay.pipeline.goodput.totals)
             replay.close()
-        shutil.rmtree(work, ignore_errors=True)
     return res
 
 
@@ -303,3 +318,85 @@ def _fill(blocks: BlockFiles, lines: list[str], t_from: float, t_to: float,
     while t < t_to - 1e-3:
         blocks.write(t, lines)
         t += every
+
+
+# ------------------------------------------------------------------ --out, atomically
+TAG = "rl_exporter"  # meta.json field: the run a block was backfilled for (Prometheus ignores it)
+
+
+class OutputError(Exception):
+    pass
+
+
+def blocks_in(directory: str) -> list[str]:
+    """The TSDB block directories directly under `directory`."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, n) for n in names
+            if os.path.isfile(os.path.join(directory, n, "meta.json"))]
+
+
+def run_of_block(block: str) -> str | None:
+    import json
+    try:
+        with open(os.path.join(block, "meta.json"), encoding="utf-8") as f:
+            tag = json.load(f).get(TAG) or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return tag.get("run") if isinstance(tag, dict) else None
+
+
+def blocks_of(directory: str, run: str) -> list[str]:
+    """Blocks under `directory` a backfill wrote for `run`."""
+    return [b for b in blocks_in(directory) if run_of_block(b) == run]
+
+
+def check_out(out: str, run: str, replace: bool) -> None:
+    """Before any work: --out must not already hold this run (unless replacing it)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OutputError(f"--out {out} exists and is not a directory")
+    old = blocks_of(out, run)
+    if old and not replace:
+        raise OutputError(f"{out} already holds {len(old)} block(s) of run {run!r} from an earlier "
+                          "backfill: pass --replace to replace them, or another --out / --run "
+                          "(two backfills of one run side by side would double its samples)")
+
+
+def _tag(block: str, run: str) -> None:
+    import json
+    meta_path = os.path.join(block, "meta.json")
+    with open(meta_path, encoding="utf-8") as f:
+        meta = json.load(f)
+    meta[TAG] = {"run": run}
+    tmp = meta_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent="\t")
+    os.replace(tmp, meta_path)
+
+
+def publish(data: str, out: str, run: str, replace: bool = False) -> list[str]:
+    """Move the blocks in `data` (a scratch TSDB beside `out`, on its file system) into `out`,
+    atomically: a new `out` appears whole by one rename; into an existing one the blocks move
+    one rename each, with SIGINT/SIGTERM held until the last, and the run's earlier blocks
+    (--replace) go aside first. The block directories now in `out`."""
+    blocks = blocks_in(data)
+    for b in blocks:
+        _tag(b, run)
+    check_out(out, run, replace)
+    stage = os.path.join(os.path.dirname(data), "out")
+    os.makedirs(stage, exist_ok=True)
+    with tools.deferred():
+        for b in blocks:
+            os.rename(b, os.path.join(stage, os.path.basename(b)))
+        if not os.path.isdir(out) or not os.listdir(out):
+            os.rename(stage, out)  # a new --out (or an empty one) in one step
+        else:
+            trash = os.path.join(os.path.dirname(data), "replaced")
+            os.makedirs(trash, exist_ok=True)
+            for b in blocks_of(out, run):  # only with replace (checked above)
+                os.rename(b, os.path.join(trash, os.path.basename(b)))
+            for b in blocks_in(stage):
+                os.rename(b, os.path.join(out, os.path.basename(b)))
+    return [os.path.join(out, os.path.basename(b)) for b in blocks]

@@ -1,17 +1,38 @@
 """Timestamped OpenMetrics sample lines, split into files of one TSDB block each.
 
-promtool's OpenMetrics backfill re-reads its whole input once per 2-hour block it writes,
-so one file per block keeps block creation linear in the number of samples; each file is
-handed to `on_close` (promtool, then removed) as soon as it is complete, so disk use stays at
-one block's worth however long the log. promtool needs no TYPE/HELP lines (block files do not
+promtool's OpenMetrics backfill re-reads its whole input once per block it writes, so one
+file per block keeps block creation linear in the number of samples; each file is handed to
+`on_close` (promtool, then removed) as soon as it is complete, so disk use stays at one
+block's worth however long the log. promtool needs no TYPE/HELP lines (block files do not
 store metadata), only samples and `# EOF`.
+
+Block sizes are promtool's (and Prometheus's compaction's) ranges, 2 h x 3^k. The log's
+samples go into 18 h blocks, the largest a Prometheus with the default 15 d retention makes
+itself: each promtool run costs about 80 ms before its first sample, which 2 h blocks paid
+108 times on a 9-day run (benchmarks/bench_doctor.py measures both).
 """
 from __future__ import annotations
 
 import math
 import os
 
-BLOCK_MS = 2 * 3600 * 1000  # promtool's default block duration
+HOUR_MS = 3600 * 1000
+RANGES_MS = [2 * HOUR_MS * 3 ** k for k in range(10)]  # promtool's ExponentialBlockRanges
+BLOCK_MS = RANGES_MS[0]       # promtool's default block duration
+LOG_BLOCK_MS = RANGES_MS[2]   # 18 h: the log's samples
+
+
+def covering(span_s: float) -> int:
+    """The smallest block range (ms) at least `span_s` long: a run's recording-rule samples
+    in one file make one or two blocks (promtool aligns them), one read of the file each."""
+    for r in RANGES_MS:
+        if r >= span_s * 1000:
+            return r
+    return RANGES_MS[-1]
+
+
+def duration_flag(block_ms: int) -> str:
+    return f"--max-block-duration={block_ms // HOUR_MS}h"
 
 
 def _escape(v: str) -> str:
@@ -36,11 +57,13 @@ def value_text(v: float) -> str:
 
 
 class BlockFiles:
-    """Writes sample lines (in increasing time) into one file per aligned 2 h block."""
+    """Writes sample lines (in increasing time) into one file per aligned block
+    (`block_ms`, 2 h by default)."""
 
-    def __init__(self, directory: str, on_close=None):
+    def __init__(self, directory: str, on_close=None, block_ms: int = BLOCK_MS):
         self.directory = directory
         self.on_close = on_close
+        self.block_ms = block_ms
         os.makedirs(directory, exist_ok=True)
         self.paths: list[str] = []
         self._fh = None
@@ -48,7 +71,7 @@ class BlockFiles:
         self.samples = 0
 
     def write(self, ts: float, lines: list[str]) -> None:
-        block = int(ts * 1000) // BLOCK_MS
+        block = int(ts * 1000) // self.block_ms
         if block != self._block:
             self._open(block)
         suffix = f" {ts:.3f}\n"

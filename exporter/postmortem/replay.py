@@ -12,6 +12,8 @@ from ..core.collector import StoreCollector
 from ..core.pipeline import Pipeline, run_info
 from .openmetrics import series_text, value_text
 
+_SPECIAL = {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}  # repr() -> OpenMetrics
+
 
 class Replay:
     def __init__(self, run: str, framework: str, *, algorithm: str | None = None,
@@ -23,6 +25,8 @@ class Replay:
         self.collector = StoreCollector(self.pipeline.store, extra=self.pipeline.self_metrics)
         self.framework = framework
         self._prefix: dict = {}
+        self._rows: list = []      # ("name{labels} ", series id) of the store's plain series
+        self._version = -1         # the store version _rows were built for
 
     def apply(self, data: dict, step, ts: float) -> None:
         """Process one frame now, on this thread, as the worker would have at `ts`: in order,
@@ -30,10 +34,26 @@ class Replay:
         self.pipeline.process_now(data, step, ts)
 
     def render(self) -> list[str]:
-        """`name{labels} value` for every series, as the collector renders it now."""
+        """`name{labels} value` for every series, as the collector renders it now: the store's
+        plain series from its values (their text built once per store version), the
+        histograms and the exporter's own series through the collector's families."""
+        store = self.pipeline.store
+        if store.version != self._version:
+            self._version = store.version
+            self._rows = [(series_text(sample_name, lab) + " ", i)
+                          for _, _, sample_name, labels, ids in self.collector.plain(store)
+                          for lab, i in zip(labels, ids)]
+        vals, special = store.values, _SPECIAL
         out = []
+        for p, i in self._rows:
+            v = vals[i]
+            if v.__class__ is float:
+                r = repr(v)
+                out.append(p + special.get(r, r))
+            else:
+                out.append(p + value_text(v))
         prefix = self._prefix
-        for fam in self.collector.collect():
+        for fam in self.collector.derived().values():
             for s in fam.samples:
                 key = (s.name, tuple(s.labels.items()))
                 p = prefix.get(key)
@@ -44,7 +64,7 @@ class Replay:
 
     @property
     def series(self) -> int:
-        return len(self._prefix)
+        return len(self._rows) + len(self._prefix)
 
     def close(self) -> None:
         self.pipeline.close(timeout=1.0)

@@ -119,6 +119,119 @@ def layers(recording: list[Recording]) -> list[list[Recording]]:
     return out
 
 
+# Series an alerting rule writes (Prometheus's names): recording rules reading them come after
+# the alerts, as in a live group they read the alerts' last evaluation.
+ALERT_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
+# Functions that give a result without any input series (absent(), vector(0), a scalar).
+_FROM_NOTHING = re.compile(r"\b(absent|absent_over_time|vector|scalar)\s*\(")
+
+
+def reads(expr: str) -> set[str]:
+    """Every series name an expression reads (a rule the reader cannot follow: every
+    identifier in it)."""
+    try:
+        return set(promql.metric_names(expr))
+    except promql.PromQLError:
+        return set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr))
+
+
+def may_have_data(expr: str, available: set[str]) -> bool:
+    """False only when the expression is empty for certain. PromQL's set operators decide
+    it where they bind the loosest: `a or b` is empty when both are, `a and b` / `a unless b`
+    when `a` is; below them any aggregation, function or operator of empty vectors is empty,
+    so it is enough that none of the series read exists. An expression reading nothing, or
+    with absent()/vector()/scalar() in it, may make its own."""
+    if _FROM_NOTHING.search(expr):
+        return True
+    ors = _split_top(expr, ("or",))
+    if len(ors) > 1:
+        return any(may_have_data(part, available) for part in ors)
+    ands = _split_top(expr, ("and", "unless"))
+    if len(ands) > 1:
+        return may_have_data(ands[0], available)
+    inner = _unwrap(expr)
+    if inner != expr:
+        return may_have_data(inner, available)
+    names = reads(expr)
+    return not names or bool(names & available)
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+_WORD = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+
+
+def _blank_strings(expr: str) -> str:
+    return promql._STRING.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', expr)
+
+
+def _split_top(expr: str, words: tuple[str, ...]) -> list[str]:
+    """`expr` cut at the binary operators `words` outside any bracket (strings aside)."""
+    plain = _blank_strings(expr)
+    depth, cuts, i = 0, [], 0
+    while i < len(plain):
+        ch = plain[i]
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif depth == 0 and (ch.isalpha() or ch in "_:"):
+            m = _WORD.match(plain, i)
+            if m.group(0) in words and (i == 0 or not (plain[i - 1].isalnum()
+                                                       or plain[i - 1] in "_:")):
+                cuts.append((i, m.end()))
+            i = m.end()
+            continue
+        i += 1
+    parts, last = [], 0
+    for a, b in cuts:
+        parts.append(expr[last:a])
+        last = b
+    parts.append(expr[last:])
+    return [p.strip() for p in parts]
+
+
+def _unwrap(expr: str) -> str:
+    """The inside of one pair of parentheses around the whole expression, else itself."""
+    e = expr.strip()
+    if not (e.startswith("(") and e.endswith(")")):
+        return e
+    plain = _blank_strings(e)
+    depth = 0
+    for i, ch in enumerate(plain):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+            if depth == 0 and i != len(e) - 1:
+                return e  # `(a) + (b)`: the first pair closes early
+    return e[1:-1].strip()
+
+
+def read_by_alerts(ruleset) -> set[str]:
+    """The recording rules the alerts read, directly or through other recordings."""
+    exprs = {r.record: r.expr for r in ruleset.recording}
+    out: set[str] = set()
+    todo = [a.expr for a in ruleset.alerts]
+    while todo:
+        for n in reads(todo.pop()):
+            if n in exprs and n not in out:
+                out.add(n)
+                todo.append(exprs[n])
+    return out
+
+
+def after_alerts(recording: list[Recording]) -> set[str]:
+    """Recording rules that read ALERTS, directly or through other recordings."""
+    exprs = {r.record: reads(r.expr) for r in recording}
+    out = {n for n, names in exprs.items() if names & ALERT_SERIES}
+    grew = True
+    while grew:
+        more = {n for n, names in exprs.items() if n not in out and names & out}
+        out |= more
+        grew = bool(more)
+    return out
+
+
 def _mentions(expr: str, name: str) -> bool:
     return re.search(r"(?<![\w:])" + re.escape(name) + r"(?![\w:])", expr) is not None
 

@@ -43,18 +43,84 @@ class ToolFailed(Exception):
     pass
 
 
+# Signals that end a command: SIGTERM (a `timeout`, a pod stopping) as SystemExit, Ctrl-C as
+# KeyboardInterrupt, both raised in the main thread so the `finally` blocks stop the engine and
+# remove the scratch directories. Inside `deferred()` (creating or removing a scratch directory,
+# moving blocks into --out) the signal waits until the section ends: no directory is ever made
+# without its cleanup in place, and no cleanup or publication is cut half-way.
+_defer = {"depth": 0, "pending": None}
+
+
+def _on_signal(signum, frame):
+    if _defer["depth"]:
+        _defer["pending"] = signum
+        return
+    _raise_for(signum)
+
+
+def _raise_for(signum):
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM: die at once
+    raise SystemExit(128 + signum)
+
+
 def stop_cleanly_on_sigterm() -> None:
-    """SIGTERM (a `timeout`, a pod stopping) ends the command like Ctrl-C does: as an
-    exception in the main thread, so the `finally` blocks remove the temporary directories
-    and stop prometheus; the default action would kill the process with them left behind."""
+    """SIGTERM ends the command like Ctrl-C does (an exception in the main thread), and both
+    wait while a `deferred()` section runs; the default action of SIGTERM would kill the
+    process with its temporary directories left behind."""
     if threading.current_thread() is not threading.main_thread():
         return
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
 
-    def _raise(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM: die at once
-        raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, _raise)
+class deferred:
+    """A section SIGTERM and SIGINT do not interrupt: a signal that arrives meanwhile is
+    raised when the outermost section ends. Python runs signal handlers in the main thread,
+    whichever thread the signal reached, so the flag covers every thread."""
+
+    def __enter__(self):
+        _defer["depth"] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _defer["depth"] -= 1
+        if _defer["depth"] == 0 and _defer["pending"] is not None:
+            signum, _defer["pending"] = _defer["pending"], None
+            if exc[0] is None:
+                _raise_for(signum)
+        return False
+
+
+class scratch:
+    """A temporary directory, removed on every way out: `with scratch("rlx-doctor-") as d:`.
+    Made and removed inside `deferred()`, and assigned before the section ends, so a signal
+    at any moment leaves nothing behind. `keep`: use that directory instead, and keep it."""
+
+    def __init__(self, prefix: str, dir: str | None = None, keep: str | None = None):
+        self.prefix, self.dir, self.keep = prefix, dir, keep
+        self.path = None
+
+    def __enter__(self) -> str:
+        if self.keep is not None:
+            os.makedirs(self.keep, exist_ok=True)
+            return self.keep
+        try:
+            with deferred():
+                import tempfile
+                self.path = tempfile.mkdtemp(prefix=self.prefix, dir=self.dir)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self.path
+
+    def __exit__(self, *exc):
+        if self.path is not None:
+            with deferred():
+                shutil.rmtree(self.path, ignore_errors=True)
+                self.path = None
+        return False
 
 
 def find(name: str) -> str:
@@ -104,41 +170,47 @@ class Prometheus:
             f.write("global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n")
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self._log = open(os.path.join(self.workdir, "prometheus.log"), "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, f"--config.file={cfg}", f"--storage.tsdb.path={self.data_dir}",
-             f"--web.listen-address=127.0.0.1:{port}",
-             # retention counts back from the newest block: keep any run, however old or long
-             "--storage.tsdb.retention.time=100y", "--query.max-samples=200000000",
-             "--log.level=warn"],
-            stdout=self._log, stderr=self._log)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ToolFailed(f"prometheus exited with {self.proc.returncode}; see "
-                                 f"{os.path.join(self.workdir, 'prometheus.log')}")
-            try:
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise ToolFailed(f"prometheus was not ready within {timeout:.0f} s")
+        with deferred():  # a signal now would leave the server running unowned
+            self._log = open(os.path.join(self.workdir, "prometheus.log"), "ab")
+            self.proc = subprocess.Popen(
+                [self.binary, f"--config.file={cfg}", f"--storage.tsdb.path={self.data_dir}",
+                 f"--web.listen-address=127.0.0.1:{port}",
+                 # retention counts back from the newest block: keep any run, however old or long
+                 "--storage.tsdb.retention.time=100y", "--query.max-samples=200000000",
+                 # a range query over a long run is one request: no 2 min default cut-off
+                 "--query.timeout=1h", "--log.level=warn"],
+                stdout=self._log, stderr=self._log)
+        try:  # interrupted while it starts (Ctrl-C, SIGTERM): the server goes too
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise ToolFailed(f"prometheus exited with {self.proc.returncode}; see "
+                                     f"{os.path.join(self.workdir, 'prometheus.log')}")
+                try:
+                    with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as r:
+                        if r.status == 200:
+                            return self
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            raise ToolFailed(f"prometheus was not ready within {timeout:.0f} s")
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-        if getattr(self, "_log", None):
-            self._log.close()
-            self._log = None
+        with deferred():  # stopped and reaped, whatever signal comes meanwhile
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(5)
+            self.proc = None
+            if getattr(self, "_log", None):
+                self._log.close()
+                self._log = None
 
     def api(self, path: str, params: dict, timeout: float = 120.0, post: bool = True):
         body = urllib.parse.urlencode(params)

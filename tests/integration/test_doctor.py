@@ -156,8 +156,9 @@ def check_html(out: Path, alert: str = "RLOptimizerNonFiniteSkips") -> None:
 
 
 def check_dashboards(tmp_path: Path, path: Path, keep: Path) -> None:
-    """backfill --out DIR, and the TSDB doctor --keep left (recording rules included) under a
-    Prometheus: every dashboard query whose metrics the log has returns data over the run."""
+    """backfill --out DIR, and the TSDB doctor --keep left (recording rules included), each
+    under a Prometheus: every dashboard query whose metrics the log has returns data over the
+    run, and both hold the same series."""
     from exporter.dashboards import DASHBOARDS
     from exporter.postmortem.tools import Prometheus
     s = json.loads(cli("backfill", str(path), "--run", "demo-healthy", "--out",
@@ -170,25 +171,28 @@ def check_dashboards(tmp_path: Path, path: Path, keep: Path) -> None:
     vars_ = {"job": ".*", "namespace": ".*", "run": ".*", "__rate_interval": "2m",
              "__interval": "1m", "__range": "10m"}
     import re
-    with Prometheus(str(keep / "data"), str(tmp_path)) as prom:
-        present = set(prom.api("/api/v1/label/__name__/values", {}, post=False))
-        assert "run:rl_entropy:avg_recent" in present  # recording rules backfilled
-        checked, with_data, missing = 0, 0, []
-        for d in DASHBOARDS:
-            for panel, q in d.queries:
-                if panel.gate_of(q) or not set(q.metrics) <= present:
-                    continue
-                expr = re.sub(r"\$\{(\w+)\}|\$(\w+)",
-                              lambda m: vars_[m.group(1) or m.group(2)], q.expr)
-                data = prom.api("/api/v1/query_range", {"query": expr, "start": start,
-                                                        "end": end, "step": 300})
-                checked += 1
-                if data["result"]:
-                    with_data += 1
-                else:
-                    missing.append(f"{d.uid} / {panel.title}: {q.expr}")
-    assert checked >= 30, checked
-    assert not missing, "\n".join(missing)
+    names = []
+    for data_dir in (keep / "data", tmp_path / "bf"):
+        checked, missing = 0, []
+        with Prometheus(str(data_dir), str(tmp_path)) as prom:
+            present = set(prom.api("/api/v1/label/__name__/values", {}, post=False))
+            names.append(present)
+            assert "run:rl_entropy:avg_recent" in present  # recording rules backfilled
+            assert "run:rl_goodput:ratio_1h" in present  # the goodput panel's
+            for d in DASHBOARDS:
+                for panel, q in d.queries:
+                    if panel.gate_of(q) or not set(q.metrics) <= present:
+                        continue
+                    expr = re.sub(r"\$\{(\w+)\}|\$(\w+)",
+                                  lambda m: vars_[m.group(1) or m.group(2)], q.expr)
+                    data = prom.api("/api/v1/query_range", {"query": expr, "start": start,
+                                                            "end": end, "step": 300})
+                    checked += 1
+                    if not data["result"]:
+                        missing.append(f"{d.uid} / {panel.title}: {q.expr}")
+        assert checked >= 30, (data_dir, checked)
+        assert not missing, "\n".join(missing)
+    assert names[0] == names[1]  # doctor --keep holds what backfill writes
 
 
 # ---------------------------------------------------------------- every format, truncated logs

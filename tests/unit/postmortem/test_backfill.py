@@ -228,7 +228,14 @@ def test_a_spool_of_several_runs_is_filtered_by_run(tmp_path):
 def test_keep_firing_for_bridges_short_gaps_and_templates_expand():
     pts = [(t, 1.0) for t in (0, 60, 120, 300, 360)]          # absent at 180 and 240
     assert firing_intervals(pts, 60, 60) == [(60, 1.0, 120), (360, 1.0, 360)]
-    assert firing_intervals(pts, 60, 60, keep_firing_s=180) == [(60, 1.0, 360)]
+    # kept firing over the gap, then for keep_firing_for after the last point (until 540)
+    assert firing_intervals(pts, 60, 60, keep_firing_s=180) == [(60, 1.0, 540)]
+    # Prometheus counts keep_firing_for from the first evaluation without the series: absent
+    # at 180, 240 and 300 is 120 s past that, still held
+    assert firing_intervals([(t, 1.0) for t in (0, 60, 120, 360)], 60, 60,
+                            keep_firing_s=180) == [(60, 1.0, 540)]
+    assert firing_intervals([(t, 1.0) for t in (0, 60, 120, 420)], 60, 60,
+                            keep_firing_s=180) == [(60, 1.0, 300)]
     assert rules.expand('Run {{ $labels.run }}: {{ printf "%.2f" $value }} ({{ $value }})',
                         {"run": "a"}, 0.12345) == "Run a: 0.12 (0.1235)"
     assert rules.expand("{{ if $labels.x }}y{{ end }}", {}, 1.0) == "{{ if $labels.x }}y{{ end }}"
