@@ -14,7 +14,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
+from ..logs import (AUXILIARY, DOCUMENT_FORMATS, FORMATS, Reader, canonical_format, detect,
+                    detect_format, detect_line)
+from ..logs.read import STARTUP_FORMATS
 from ..logs.base import RAY_PREFIX, clean
 from ..logs.traceback import Crash, Tracebacks
 
@@ -88,6 +90,11 @@ def sniff(path: str, fmt: str = "auto") -> str:
     except OSError as e:
         raise LogError(f"{path}: {e}") from e
     found = detect(head, path=path)
+    if found not in AUXILIARY and found not in DOCUMENT_FORMATS and _startup_print(head):
+        # a start-up configuration print (veRL's Hydra dump, a Megatron argument table) before
+        # the records: read per line, so the settings it holds (the length cap, the gradient
+        # clip) reach the rules as rl_config_value, as `parse` reads them
+        return "auto"
     if found in AUXILIARY and len(head) == SNIFF_LINES and _records_follow(path):
         # a long start-up (Miles: a 1,300-row argument table, then SGLang's) put the first
         # training record past the head: read per line, the print and the records alike
@@ -99,6 +106,14 @@ def sniff(path: str, fmt: str = "auto") -> str:
         raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
                        f"(pass --format, one of: {', '.join(FORMATS)})")
     return found
+
+
+def _startup_print(head: list[str]) -> bool:
+    for line in head:
+        if ("{'actor_rollout_ref'" in line or "arguments ---" in line) and \
+                detect_format(clean(line)) in STARTUP_FORMATS:
+            return True
+    return False
 
 
 def _records_follow(path: str) -> bool:
