@@ -229,7 +229,8 @@ PATHOLOGIES: tuple[Pathology, ...] = (
                ("rl_optimizer_consecutive_nonfinite_skips", ramp(1, 1)),
                ("rl_optimizer_nonfinite_skips_total", count(1)))),
     Pathology(
-        "grad-explosion", {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": ()},
+        "grad-explosion", {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": (),
+                           "RLGradNormFarAboveClip": ()},
         f"{DICTIONARY}, section 12 (gradient norm tens of times its baseline, loss with it)",
         edits=(("rl_grad_norm", times(lambda t: 30 * 1.3 ** t)),
                ("rl_policy_loss", times(lambda t: 5 + t)))),
@@ -245,7 +246,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
     # every group ties: advantages vanish, the gradient is exactly zero, nothing learns
     Pathology(
         "no-signal", {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": (),
-                      "RLRewardDeclining": ()},
+                      "RLRewardDeclining": (), "RLRewardAllZero": ()},
         f"{POSTTRAIN} (every GRPO group ties: zero advantages, zero gradient)",
         edits=(('rl_groups{outcome="informative"}', to(0)),
                ('rl_groups{outcome="tied"}', of('rl_groups{outcome="total"}')),
