@@ -122,7 +122,9 @@ PHRASES = {
     "reward_trend": (lambda: trend_steps(REWARD_WINDOW_FACTOR), _WINDOWS),
     # exprs.halves(): two back-to-back baseline-length windows
     "halves": (lambda: f"two back-to-back windows of "
-                       f"{_span(CONFIG['recent_min_steps'] * BASELINE_FACTOR)} steps each", _WINDOWS),
+                       f"{_span(CONFIG['recent_min_steps'] * BASELINE_FACTOR)} steps each (the "
+                       f"earlier one {CONFIG['baseline_min_steps']} steps or more)",
+               _WINDOWS | {"baseline_min_steps"}),
 }
 # {last_<setting>}: the shortest step window holding at least CONFIG[setting] steps
 for _name in ("nonfinite_persist_steps", "grad_clip_pinned_steps", "straggler_steps",

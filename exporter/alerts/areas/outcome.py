@@ -191,10 +191,7 @@ ALERTS: list[Alert] = [
                 silent=[s("rl_reward", alt(0.91, 0.98, 15)), s("rl_reward", "0.1x30", stat="std")],
                 silent_at="25m"),
         ],
-        cadence=Pathology(assign(rl_reward=1.0, rl_score=1.0, rl_score__max=1.0, rl_score__min=1.0),
-                          {"30s": 17, "2m": 16, "10m": 13},
-                          why="no demo entry solves the task: every sample scores the 0/1 "
-                              "reward's maximum"),
+        cadence=from_entry("reward-at-max", {"30s": 17, "2m": 16, "10m": 13}),
     ),
     Alert(
         name="RLRewardConstant", severity="warning", for_=Dur(60),
@@ -228,9 +225,7 @@ ALERTS: list[Alert] = [
                 silent=[s("rl_reward", "0.5x5 0.25 0.5x4 0.75 0.5x19"), s("rl_reward", "0.2x30", stat="std")],
                 silent_at="25m"),
         ],
-        cadence=Pathology(assign(rl_reward=0.5, rl_score=0.5, rl_score__max=0.5, rl_score__min=0.5),
-                          {"30s": 17, "2m": 16, "10m": 13},
-                          why="no demo entry pins the reward: every sample scores one constant bonus"),
+        cadence=from_entry("reward-constant", {"30s": 17, "2m": 16, "10m": 13}),
     ),
     # ---- a run that has run its course
     Alert(

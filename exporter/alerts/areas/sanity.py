@@ -12,7 +12,7 @@ from ..config import Dur
 from ..exprs import CONFIG_SEL, ladder
 from ..model import Alert, Case
 from ..series import alt, s
-from ..sim.pathology import Pathology, assign, from_entry
+from ..sim.pathology import from_entry
 
 _CLIP = "max by (run) (" + CONFIG_SEL.format("max_grad_norm") + " > 0)"
 _GRAD_LOW = ladder('max by (run) (min_over_time(rl_grad_norm{{stat="", split=""}}[{W}]))',
@@ -109,10 +109,7 @@ ALERTS: list[Alert] = [
                      "any healthy run's.",
                 silent=[s("rl_loss", "0.5x10 -3000 0.5x19")], silent_at="25m"),
         ],
-        cadence=Pathology(assign(rl_policy_loss=lambda v, i, r: 300.0 + 10 * i),
-                          {"30s": 17, "2m": 7, "10m": 13},
-                          why="no demo entry scales a loss: a KL coefficient 1000x too high "
-                              "multiplies the KL term by it"),
+        cadence=from_entry("loss-scale", {"30s": 17, "2m": 7, "10m": 13}),
     ),
     Alert(
         name="RLEntropyAtZero", severity="warning", for_=Dur(60),
@@ -142,9 +139,6 @@ ALERTS: list[Alert] = [
                 # the lowest healthy entropy seen: 0.020-0.040 (a 7B PPO run), one step at 0.02
                 silent=[s("rl_entropy", alt(0.02, 0.04, 15))], silent_at="25m"),
         ],
-        cadence=Pathology(assign(rl_entropy=lambda v, i, r: 0.001),
-                          {"30s": 17, "2m": 7, "10m": 13},
-                          why="the demo's entropy-collapse entry floors the entropy at 0.01; this "
-                              "row puts it at 0"),
+        cadence=from_entry("entropy-zero", {"30s": 17, "2m": 7, "10m": 13}),
     ),
 ]
