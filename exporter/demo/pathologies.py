@@ -293,7 +293,9 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         f"{DICTIONARY} (KL should grow slowly and steadily; the reward flat for tens of steps "
         "while it doubles: the run has run its course)",
         edits=(("rl_score", to(uniform(0.38, 0.42))), ("rl_reward", to(uniform(0.38, 0.42))),
-               ("rl_reference_kl", times(lambda t: 3 + 0.15 * t))),
+               # 5 % a step: doubles within 14 steps; against a baseline still holding the
+               # steps before the onset it is a runaway as well, at the demo's 77 s steps
+               ("rl_reference_kl", times(lambda t: math.exp(0.05 * t)))),
         may=("RLReferenceKLRunaway",)),
     Pathology("stall", {"RLRunStalled": ()},
               f"{TROUBLESHOOTING} (the trainer hangs; the exporter keeps serving)", stop=True),

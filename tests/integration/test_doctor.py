@@ -80,7 +80,9 @@ def test_doctor_names_exactly_the_scenarios_alerts(tmp_path, scenario):
         assert len(rows[0]["checks"]) >= 10, rows[0]  # the checks that had data are named
         return
     got = {r["alert"] for r in rows}
-    assert got == want, (scenario, got, want)
+    from exporter.demo.pathologies import BY_NAME
+    may = set(BY_NAME[scenario].may) if scenario in BY_NAME else set()  # pace-dependent extras
+    assert want <= got <= want | may, (scenario, got, want, may)
     for r in rows:
         assert set(r) >= {"alert", "severity", "step", "time", "value", "summary", "next"}
         assert r["severity"] in ("critical", "warning", "info")
