@@ -14,9 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..logs import (AUXILIARY, DOCUMENT_FORMATS, FORMATS, Reader, canonical_format, detect,
-                    detect_format, detect_line)
-from ..logs.read import STARTUP_FORMATS
+from ..logs import AUXILIARY, FORMATS, Reader, canonical_format, detect, detect_line
 from ..logs.base import RAY_PREFIX, clean
 from ..logs.traceback import Crash, Tracebacks
 
@@ -90,7 +88,7 @@ def sniff(path: str, fmt: str = "auto") -> str:
     except OSError as e:
         raise LogError(f"{path}: {e}") from e
     found = detect(head, path=path)
-    if found not in AUXILIARY and found not in DOCUMENT_FORMATS and _startup_print(head):
+    if found not in AUXILIARY and _startup_print(head, found):
         # a start-up configuration print (veRL's Hydra dump, a Megatron argument table) before
         # the records: read per line, so the settings it holds (the length cap, the gradient
         # clip) reach the rules as rl_config_value, as `parse` reads them
@@ -108,7 +106,13 @@ def sniff(path: str, fmt: str = "auto") -> str:
     return found
 
 
-def _startup_print(head: list[str]) -> bool:
+def _startup_print(head: list[str], found: str | None) -> bool:
+    """A start-up configuration print (a veRL Hydra dump, a Megatron argument table) in the head
+    of a line-by-line log (a document format is read whole)."""
+    from ..logs import DOCUMENT_FORMATS, detect_format
+    from ..logs.read import STARTUP_FORMATS
+    if found is None or found in DOCUMENT_FORMATS:
+        return False
     for line in head:
         if ("{'actor_rollout_ref'" in line or "arguments ---" in line) and \
                 detect_format(clean(line)) in STARTUP_FORMATS:
