@@ -32,20 +32,22 @@ END = "<!-- runs-table:end -->"
 # label kind -> the findings that say it (confirmed alerts or point findings). Declared once.
 KINDS = {
     "reward_collapse": {"RLRewardCollapse", "RLRewardDeclining", "RLNoInformativeGroups",
-                        "RLPointNoRewardVariance"},
-    "entropy_collapse": {"RLEntropyCollapse", "RLPointEntropyZero"},
+                        "RLPointNoRewardVariance", "RLRewardAllZero", "RLRewardConstant"},
+    "entropy_collapse": {"RLEntropyCollapse", "RLPointEntropyZero", "RLEntropyAtZero"},
     "grad_explosion": {"RLGradNormExplosion", "RLKLSingleTokenDominates",
-                       "RLPointNonFiniteGradNorm", "RLNonFiniteGradSkipped"},
+                       "RLPointNonFiniteGradNorm", "RLNonFiniteGradSkipped",
+                       "RLGradNormFarAboveClip", "RLPointGradNormFarAboveClip"},
     "length_explosion": {"RLResponseTruncationHigh", "RLResponseLengthRunaway", "RLPointTruncationHigh"},
     "truncation": {"RLResponseTruncationHigh", "RLResponseLengthRunaway", "RLPointTruncationHigh"},
     "no_signal": {"RLNoInformativeGroups", "RLGradNormZero", "RLPointNoRewardVariance",
-                  "RLPointGradNormZero"},
+                  "RLPointGradNormZero", "RLRewardAllZero", "RLRewardAllAtMax", "RLRewardConstant"},
     "reward_stuck": {"RLNoInformativeGroups", "RLGradNormZero", "RLPointNoRewardVariance",
-                     "RLPointGradNormZero", "RLRewardCollapse"},
+                     "RLPointGradNormZero", "RLRewardCollapse", "RLRewardAllZero",
+                     "RLRewardAllAtMax", "RLRewardConstant"},
     "nan": {"RLNonFiniteLoss", "RLPointNonFiniteLoss", "RLNonFiniteGradSkipped",
             "RLPointNonFiniteGradNorm", "RLOptimizerNonFiniteSkips"},
     "kl_blowup": {"RLReferenceKLRunaway", "RLPolicyKLSpike", "RLPointPolicyKLHigh",
-                  "RLKLSingleTokenDominates"},
+                  "RLKLSingleTokenDominates", "RLPointReferenceKLHigh"},
     "crash": {"RLRunStalled", "RLRunCrashed"},
     "hang": {"RLRunStalled"},
 }
@@ -132,7 +134,12 @@ def verdict(entry: dict, rows: list[dict]) -> dict:
             elif onset is not None and all(s is None or s > onset + ONSET_TOLERANCE for _, s in hits):
                 problems.append(f"{kind}: first raised after step {onset} + {ONSET_TOLERANCE}")
     steps = next((r.get("steps") for r in rows if r.get("alert") is None), None)
-    return {"first": first, "serious": serious, "problems": problems, "steps": steps}
+    lead = min((r for r in found if r["severity"] in SERIOUS),
+               key=lambda r: (r.get("step") is None, r.get("step") or 0), default=None)
+    evidence = [] if lead is None else [f"{lead['alert']}: {e['check']}: {e['answer']}"
+                                        for e in lead.get("evidence", [])[:2]]
+    return {"first": first, "serious": serious, "problems": problems, "steps": steps,
+            "evidence": evidence}
 
 
 # ------------------------------------------------------------------ the table
@@ -141,10 +148,16 @@ def _release(entry) -> str:
     return r.split(" (", 1)[0].split(";", 1)[0][:40]
 
 
+def _cell(text: str) -> str:
+    """Evidence as a table cell: one line, no pipe."""
+    return text.replace("|", "/").replace("\n", " ")
+
+
 def render(results: dict, manifest: dict) -> str:
     lines = [BEGIN, "",
-             "| run | framework | release | steps | label | doctor: alerts (first step) | verdict |",
-             "|---|---|---|---|---|---|---|"]
+             "| run | framework | release | steps | label | doctor: alerts (first step) | "
+             "evidence (the first warning's first checks) | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for rel, res in results.items():
         e = manifest[rel]
         alerts = ", ".join(f"{a} ({s}{'' if a in res['serious'] else ', info'})"
@@ -155,8 +168,9 @@ def render(results: dict, manifest: dict) -> str:
             ok = ("known false alarm: " if e["label"] == "healthy" else "known miss: ") + MISSES[rel]
         if e.get("argued") and res["serious"]:
             ok += " (argued)"
+        ev = "<br>".join(_cell(x) for x in res.get("evidence", [])) or "-"
         lines.append(f"| `{rel}` | {e.get('framework', rel.split('/')[0])} | {_release(e)} | "
-                     f"{e.get('steps', '')} | {e['label']} | {alerts or 'none'} | {ok} |")
+                     f"{e.get('steps', '')} | {e['label']} | {alerts or 'none'} | {ev} | {ok} |")
     lines += ["", END]
     return "\n".join(lines)
 

@@ -64,6 +64,44 @@ SHARED: dict[str, object] = {
     # or under it is no normal level for RLGradNormExplosion to multiply either: runs whose
     # gradient is exactly 0 on most steps of a window have a baseline median of ~0.
     "grad_norm_vanishing": 0.01,
+    # ---- sanity bounds: values no healthy run has at any step, from step 1 on (no baseline).
+    # The live rules need them on every step of a window holding a few steps; doctor also reports
+    # a single step (exporter/postmortem/points.py). Measured over the project's corpus of whole
+    # public runs (tests/data/runs/) and excerpts (tests/data/real/); docs/postmortem.md.
+    # KL to the reference: the veRL metrics guide puts actor/kl_loss at 0.001-0.1 and the RL
+    # metrics dictionary at 0.01-0.1; 10x the top of that range. The highest healthy value in the
+    # corpus is 0.935 on one step (a TRL GRPO run, its neighbours 0.07 and 0.006), 0.53 held over
+    # 3 steps (an on-policy distillation run whose reference is not its initial policy).
+    "reference_kl_high": 1.0,
+    "reference_kl_persist_steps": 3,
+    # Gradient norm against the clip: the veRL metrics guide calls > 10 an explosion and expects
+    # the norm under grad_clip (usually 1.0) once clipped; the Miles lab ranges measured
+    # 0.35-4.95. Three orders of magnitude above max_grad_norm (above 1000 where no clip is
+    # logged): the highest healthy pre-clip norm of an RL run in the corpus is 66x its clip of
+    # 1.0, the highest of any run 484 (step 1 of a supervised run).
+    "grad_norm_absurd_factor": 1000,
+    "grad_norm_absurd_steps": 2,
+    # Loss magnitudes only a numerical failure gives: a clipped surrogate is bounded by the
+    # advantage times (1 + clip), and the largest healthy advantage in the corpus is 45; the
+    # veRL metrics guide's pg_loss range is -0.01..0.01, its early vf_loss 10-100 (scaled by the
+    # reward). Healthy maxima in the corpus: |policy loss| 0.89, |loss| 20.5, value loss 18.5.
+    "policy_loss_absurd": 100,
+    "loss_absurd": 1000,
+    "value_loss_absurd": 10000,
+    "loss_absurd_steps": 3,
+    # Entropy at 0: the veRL metrics guide calls < 0.05 a near-deterministic policy; the lowest
+    # healthy entropy in the corpus is 0.020 (a 7B PPO run at 0.020-0.040 for 335 steps), 0.022
+    # held 3 steps. Never the entropy term of a loss (the Miles lab ranges: 0 in healthy runs).
+    "entropy_zero_max": 0.01,
+    "entropy_zero_steps": 3,
+    # Truncation read from the length cap where no truncated share is logged: mean length this
+    # share of max_response_length. The veRL metrics guide's own 256-token example (mean 253.8,
+    # 85 % cut) is 0.99; the highest healthy mean in the corpus is 0.94 of its 256-token cap
+    # (the official veRL baseline's first 14 steps, >= 0.9 on all of them).
+    "length_limit_mean_ratio": 0.97,
+    # The ceiling of a 0/1 correctness reward (the veRL metrics guide: math tasks score 0.0
+    # (wrong) or 1.0 (right)): every sample at it means the task is too easy.
+    "reward_ceiling": 1.0,
     # ---- pauses
     # Phase names a run uses to report a pause of the whole run (the Miles lab's heat guard:
     # `with exporter.timer("heat_guard"):` around the cool-down). The Miles lab ranges hold only

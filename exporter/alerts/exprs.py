@@ -111,3 +111,45 @@ FINISHED = ("(max by (run) (rl_training_step) >= on (run) max by (run) "
 TRUNC_SEL = '{{stat="", split="", subset=""}}'
 CLIP_SEL = '{{stat="", split="", bound=""}}'
 CONFIG_SEL = 'rl_config_value{{parameter="{}"}}'
+
+
+# The task reward: the raw score where a run logs one (veRL critic/score, slime/Miles
+# rollout/raw_reward), else the trainer's reward (recordings.py reads it the same way).
+TASK_REWARD = ("rl_score", "rl_reward")
+
+
+def reward_constant() -> str:
+    """Per run, over the window {W}: the task reward's value where it was the same on every
+    sample and no spread was logged (a std above 0, or a max above the min, on any step rules it
+    out). The second metric counts only where the run has no samples of the first."""
+    parts = []
+    for i, m in enumerate(TASK_REWARD):
+        mean = f'{m}{{{{stat="", split=""}}}}[{{W}}]'
+        const = (f"(max by (run) (max_over_time({mean}))\n"
+                 f"    == on (run) max by (run) (min_over_time({mean})))")
+        spread = (f'(max by (run) (max_over_time({m}{{{{stat="std", split=""}}}}[{{W}}])) > 0)'
+                  f'\n    or (max by (run) (max_over_time({m}{{{{stat="max", split=""}}}}[{{W}}]))'
+                  f'\n      > on (run) min by (run) (min_over_time({m}{{{{stat="min", split=""}}}}[{{W}}])))')
+        expr = f"  ({const}\n    unless on (run) ({spread}))"
+        for prev in TASK_REWARD[:i]:
+            expr += f'\n    unless on (run) max by (run) (max_over_time({prev}{{{{stat="", split=""}}}}[{{W}}]))'
+        parts.append(expr)
+    return "\nor\n".join(parts)
+
+
+def halves(value: str, min_steps: str = "{recent_min_steps}") -> str:
+    """`value` over two back-to-back windows of the tier's baseline length (4x the recent window:
+    20-80 steps each): `[{H}]` is the later one, `[{H}] offset {H}` the earlier, {HS} both in
+    seconds; on the shortest tier whose recent window holds `min_steps` step changes, with the
+    earlier window holding baseline_min_steps steps, after the run's last segment start."""
+    from .config import BASELINE_FACTOR
+    parts = []
+    for i in TIERS:
+        both = f"{{wbs{i}}} * {2 * BASELINE_FACTOR} / {1 + BASELINE_FACTOR}"
+        v = value.replace("{HS}", f"({both})").replace("{H}", f"{{bw{i}}}")
+        # the earlier window is a whole one: as many steps as a baseline (not the run's start)
+        parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})\n"
+                     f"  and on (run) (max by (run) (changes({STEP}[{{bw{i}}}] offset {{bw{i}}})) "
+                     f">= {{baseline_min_steps}})\n"
+                     f"  unless on (run) (time() - max by (run) ({SEGMENT_START}) < {both})")
+    return "(\n" + "\nor\n".join(parts) + "\n)"

@@ -48,6 +48,7 @@ class Case:
     silent_at: str
     labels: dict = field(default_factory=dict)
     title: str = ""        # what this case shows beyond the alert's first one
+    evidence: str = ""     # the `evidence` annotation it expects (an alert that has one)
 
 
 @dataclass(kw_only=True)
@@ -58,6 +59,9 @@ class Alert:
     for_: Dur
     summary: str
     description: str
+    # the first check of its runbook, answered at evaluation where PromQL can compute it: an
+    # annotation template that queries the run's own series (Prometheus's `query`)
+    evidence: str = ""
     labels: dict = field(default_factory=dict)
     thresholds: dict[str, Threshold] = field(default_factory=dict)
     why_critical: str = ""                 # docs/alerts.md: why this one may wake someone

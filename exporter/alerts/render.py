@@ -143,6 +143,7 @@ def render(overrides: dict | None = None, time_scale: float = 1.0,
                 "summary": fill_text(a.summary, vals),
                 "description": desc,
                 "runbook_url": o.get("runbook_url") or f"{base_url}#{a.name.lower()}",
+                **({"evidence": fill_text(a.evidence, vals)} if a.evidence else {}),
             },
         })
     # One group: rules of a group run in order, so every alert reads recording rules of the

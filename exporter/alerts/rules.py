@@ -8,12 +8,12 @@ exporter/alerts/recordings.py. `rl-exporter alerts generate` writes everything g
 """
 from __future__ import annotations
 
-from .areas import critic, data, liveness, numerics, outcome, phases, policy, ranks, systems
+from .areas import critic, data, liveness, numerics, outcome, phases, policy, ranks, sanity, systems
 from .config import SHARED
 from .model import Alert
 
 # Rendered in this order (the rule file's order).
-AREAS = (liveness, numerics, outcome, policy, data, critic, systems, ranks, phases)
+AREAS = (liveness, numerics, sanity, outcome, policy, data, critic, systems, ranks, phases)
 ALERTS: list[Alert] = [a for area in AREAS for a in area.ALERTS]
 
 
@@ -37,6 +37,10 @@ CAUSES: list[tuple[str, str]] = [
     ("RLRewardCollapse", "RLRewardDeclining"),        # the sharp drop already says it
     ("RLPolicyKLSpike", "RLClipFractionHigh"),        # the veRL metrics guide: large KL comes with heavy clipping
     ("RLNoInformativeGroups", "RLGradNormZero"),      # the posttrain metrics reference: tied groups give a zero gradient
+    # the reward's shape names why no group is informative
+    ("RLRewardAllZero", "RLNoInformativeGroups"),
+    ("RLRewardAllAtMax", "RLNoInformativeGroups"),
+    ("RLRewardConstant", "RLNoInformativeGroups"),
     ("RLNoInformativeGroups", "RLGradNormVanishing"),
     ("RLNonFiniteLoss", "RLGradNormExplosion"),       # NaN/Inf already explains the gradient
     ("RLGPUThrottling", "RLThroughputDrop"),          # clocks held down: steps are slow

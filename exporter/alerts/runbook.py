@@ -120,9 +120,16 @@ PHRASES = {
     "reward_recent": (lambda: last_steps(CONFIG["recent_min_steps"], REWARD_WINDOW_FACTOR), _WINDOWS),
     "reward_baseline": (lambda: before_steps(REWARD_WINDOW_FACTOR), _BASELINE),
     "reward_trend": (lambda: trend_steps(REWARD_WINDOW_FACTOR), _WINDOWS),
+    # exprs.halves(): two back-to-back baseline-length windows
+    "halves": (lambda: f"two back-to-back windows of "
+                       f"{_span(CONFIG['recent_min_steps'] * BASELINE_FACTOR)} steps each (the "
+                       f"earlier one {CONFIG['baseline_min_steps']} steps or more)",
+               _WINDOWS | {"baseline_min_steps"}),
 }
 # {last_<setting>}: the shortest step window holding at least CONFIG[setting] steps
-for _name in ("nonfinite_persist_steps", "grad_clip_pinned_steps", "straggler_steps"):
+for _name in ("nonfinite_persist_steps", "grad_clip_pinned_steps", "straggler_steps",
+              "reference_kl_persist_steps", "grad_norm_absurd_steps", "loss_absurd_steps",
+              "entropy_zero_steps", "reward_shape_steps"):
     PHRASES[f"last_{_name}"] = ((lambda n=_name: last_steps(CONFIG[n])), _WINDOWS | {_name})
 
 

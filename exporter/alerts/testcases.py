@@ -25,6 +25,8 @@ def missing_cases() -> list[str]:
     """Every alert has a promtool case or a cadence row; case names are unique."""
     out = [f"{a.name}: no promtool case and no cadence row in its record (exporter/alerts/areas/)"
            for a in ALERTS if not a.cases and a.cadence is None]
+    out += [f"{case_name(a.name, c.title)}: the alert has an evidence annotation, the case expects "
+            "none (Case.evidence)" for a in ALERTS if a.evidence for c in a.cases if not c.evidence]
     names = [case_name(a.name, c.title) for a in ALERTS for c in a.cases]
     out += [f"{n}: two cases of that name" for n in sorted({n for n in names if names.count(n) > 1})]
     return out
@@ -46,7 +48,8 @@ def render_tests() -> str:
                     "eval_time": c.at, "alertname": a.name,
                     "exp_alerts": [{"exp_labels": labels, "exp_annotations": {
                         "summary": r["annotations"]["summary"], "description": c.desc,
-                        "runbook_url": r["annotations"]["runbook_url"]}}],
+                        "runbook_url": r["annotations"]["runbook_url"],
+                        **({"evidence": c.evidence} if "evidence" in r["annotations"] else {})}}],
                 }],
             })
             tests.append({

@@ -16,6 +16,9 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true",
                    help="one JSON object per finding per line (alert, severity, step, time, "
                         "value, summary, next); a healthy log prints one line with alert null")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="name the checks: those with no data in the log, those it has too few "
+                        "steps for, and those that judged it")
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write a self-contained HTML report with plots (needs matplotlib: "
                         "pip install 'rl-exporter[report]')")
@@ -65,7 +68,7 @@ def run(args) -> int:
     if args.json:
         sys.stdout.write(report.json_lines(res, ev))
     else:
-        sys.stdout.write(report.text(res, ev))
+        sys.stdout.write(report.text(res, ev, verbose=args.verbose))
     deviation.print_findings(against, args, sys.stdout)
     if args.html:
         doc = report.html_report(res, ev, out.images, out.runbook)

@@ -229,7 +229,8 @@ PATHOLOGIES: tuple[Pathology, ...] = (
                ("rl_optimizer_consecutive_nonfinite_skips", ramp(1, 1)),
                ("rl_optimizer_nonfinite_skips_total", count(1)))),
     Pathology(
-        "grad-explosion", {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": ()},
+        "grad-explosion", {"RLGradNormExplosion": (), "RLGradNormPinnedAtClip": (),
+                           "RLGradNormFarAboveClip": ()},
         f"{DICTIONARY}, section 12 (gradient norm tens of times its baseline, loss with it)",
         edits=(("rl_grad_norm", times(lambda t: 30 * 1.3 ** t)),
                ("rl_policy_loss", times(lambda t: 5 + t)))),
@@ -245,7 +246,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
     # every group ties: advantages vanish, the gradient is exactly zero, nothing learns
     Pathology(
         "no-signal", {"RLNoInformativeGroups": (), "RLGradNormZero": (), "RLRewardCollapse": (),
-                      "RLRewardDeclining": ()},
+                      "RLRewardDeclining": (), "RLRewardAllZero": ()},
         f"{POSTTRAIN} (every GRPO group ties: zero advantages, zero gradient)",
         edits=(('rl_groups{outcome="informative"}', to(0)),
                ('rl_groups{outcome="tied"}', of('rl_groups{outcome="total"}')),
@@ -256,6 +257,46 @@ PATHOLOGIES: tuple[Pathology, ...] = (
                ('rl_advantage{stat="min"}', to(0.0)),
                ("rl_grad_norm", to(0.0)), ("rl_policy_loss", to(0.0)),
                ("rl_optimizer_zero_grad_skips_total", count(1)))),
+    # every sample solves the task: all groups all-one
+    Pathology(
+        "reward-at-max", {"RLRewardAllAtMax": (), "RLNoInformativeGroups": ()},
+        f"{VERL_GUIDE} (math tasks score 0.0 or 1.0: every sample right, the task is too easy)",
+        edits=(('rl_groups{outcome="informative"}', to(0)),
+               ('rl_groups{outcome="tied"}', of('rl_groups{outcome="total"}')),
+               ('rl_groups{outcome="all_one"}', of('rl_groups{outcome="total"}')),
+               ("rl_score", to(1.0)), ("rl_reward", to(1.0)),
+               ('rl_score{stat="max"}', to(1.0)), ('rl_score{stat="min"}', to(1.0))),
+        may=("RLGradNormZero",)),
+    # a reward that does not read the answer: one constant bonus on every sample
+    Pathology(
+        "reward-constant", {"RLRewardConstant": (), "RLNoInformativeGroups": ()},
+        f"{POSTTRAIN} (a group with equal rewards has an advantage of exactly zero: a reward "
+        "not wired to the completions scores every sample the same)",
+        edits=(('rl_groups{outcome="informative"}', to(0)),
+               ('rl_groups{outcome="tied"}', of('rl_groups{outcome="total"}')),
+               ("rl_score", to(0.5)), ("rl_reward", to(0.5)),
+               ('rl_score{stat="max"}', to(0.5)), ('rl_score{stat="min"}', to(0.5))),
+        may=("RLGradNormZero", "RLRewardCollapse", "RLRewardDeclining")),
+    # entropy at 0 from the onset: a deterministic policy
+    Pathology(
+        "entropy-zero", {"RLEntropyAtZero": (), "RLEntropyCollapse": ()},
+        f"{VERL_GUIDE} (entropy under 0.05: a near-deterministic policy)",
+        edits=(("rl_entropy", to(0.001)),)),
+    # a loss scale gone wrong: a KL coefficient 1000x too high multiplies the KL term by it
+    Pathology(
+        "loss-scale", {"RLLossMagnitudeAbsurd": ()},
+        f"{VERL_GUIDE} (pg_loss -0.01 to 0.01: a loss in the hundreds is a scale gone wrong)",
+        edits=(("rl_policy_loss", ramp(300.0, 10.0)),)),
+    # the reward plateaus while the policy keeps drifting from the reference
+    Pathology(
+        "no-improvement", {"RLNoImprovement": ("rl_reference_kl",)},
+        f"{DICTIONARY} (KL should grow slowly and steadily; the reward flat for tens of steps "
+        "while it doubles: the run has run its course)",
+        edits=(("rl_score", to(uniform(0.38, 0.42))), ("rl_reward", to(uniform(0.38, 0.42))),
+               # 5 % a step: doubles within 14 steps; against a baseline still holding the
+               # steps before the onset it is a runaway as well, at the demo's 77 s steps
+               ("rl_reference_kl", times(lambda t: math.exp(0.05 * t)))),
+        may=("RLReferenceKLRunaway",)),
     Pathology("stall", {"RLRunStalled": ()},
               f"{TROUBLESHOOTING} (the trainer hangs; the exporter keeps serving)", stop=True),
     Pathology(

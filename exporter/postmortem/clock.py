@@ -26,7 +26,7 @@ CLOCKS = ("auto", "log", "steps", "fixed")
 DESCRIBE = {
     "log": "the log's own timestamps",
     "steps": "the run's step durations (rl_step_duration_seconds)",
-    "fixed": "--step-seconds",
+    "fixed": "a fixed --step-seconds per step",
 }
 _IMPLAUSIBLE = 0.2  # log time span / summed step durations below this: not training time
 MAX_GAP = 86400.0  # seconds between two frames beyond which the clock jumped, not the run
@@ -57,28 +57,56 @@ class StepDurations:
 
 
 def choose(requested: str, sample: list[tuple[float | None, float | None]]) -> tuple[str, str]:
-    """(clock, why) from the first frames' (log timestamp, step duration)."""
+    """(clock, why) from the first frames' (log timestamp, step duration). `why` is a noun
+    phrase that names the source and why it was chosen, to read after "from" ("times from
+    {why}"); `sentence(why)` makes the one sentence doctor prints."""
     stamped = [t for t, _ in sample if t is not None]
     durations = [d for _, d in sample if d is not None]
+    n = len(sample)
     if requested == "log" and len(stamped) < 1:
-        return "fixed", "--clock log, but the log has no timestamps: --step-seconds used"
+        return "fixed", (f"{DESCRIBE['fixed']}, because --clock log was asked for but the log "
+                         "has no timestamps")
     if requested == "steps" and not durations:
-        return "fixed", "--clock steps, but the log has no step durations: --step-seconds used"
+        return "fixed", (f"{DESCRIBE['fixed']}, because --clock steps was asked for but the log "
+                         "has no step durations")
     if requested != "auto":
-        return requested, f"--clock {requested}"
+        return requested, f"{DESCRIBE[requested]}, as --clock {requested} asks"
     if len(stamped) >= 2:
         span = stamped[-1] - stamped[0]
         if durations and len(durations) >= 2:
             want = sum(durations[1:])
             if span < _IMPLAUSIBLE * want:
-                return "steps", (f"the log's timestamps span {span:.1f} s over frames whose step "
-                                 f"durations sum to {want:.0f} s (written by a replay or a "
-                                 "catch-up, not by the trainer): step durations used")
+                distinct = len(set(stamped))
+                if distinct <= max(2, len(stamped) // 8):
+                    # a Ray console log: the metric lines carry no time of their own and inherit
+                    # the last one an earlier line printed
+                    return "steps", (
+                        f"{DESCRIBE['steps']}, because the log's metric lines carry no "
+                        f"timestamps of their own: its first {n} frames share {distinct} "
+                        f"timestamp{'s' if distinct > 1 else ''} from earlier lines, while their "
+                        f"step durations add up to {_secs(want)}")
+                return "steps", (
+                    f"{DESCRIBE['steps']}, because the log's timestamps advance {_secs(span)} "
+                    f"over its first {n} frames while their step durations add up to "
+                    f"{_secs(want)}: the log was written faster than the run trained (a replay, "
+                    "or a sidecar catching up on a backlog)")
         if span > 0:
-            return "log", "the log's timestamps"
+            return "log", DESCRIBE["log"]
     if durations:
-        return "steps", "the log has no usable timestamps: step durations used"
-    return "fixed", "the log has neither timestamps nor step durations: --step-seconds used"
+        return "steps", f"{DESCRIBE['steps']}, because the log has no usable timestamps"
+    return "fixed", (f"{DESCRIBE['fixed']}, because the log has neither timestamps nor step "
+                     "durations")
+
+
+def sentence(why: str) -> str:
+    """The one sentence a report prints about where its times came from."""
+    why = why.rstrip(". ")
+    return f"Times come from {why}."
+
+
+def _secs(s: float) -> str:
+    from ..promql import human_duration
+    return f"{s:.1f} s" if s < 60 else f"{s:.0f} s ({human_duration(s)})"
 
 
 class Clock:

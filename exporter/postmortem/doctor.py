@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from . import backfill as bf
 from . import crash as crashmod
 from . import evaluate as evmod
+from . import evidence as evidencemod
 from . import points
 from . import report
 from . import rules as rulesmod
@@ -66,6 +67,7 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
                 ev.findings.extend(points.findings(res, ev, ready, runbook, ruleset))
                 ev.findings.extend(crashmod.findings(res))
                 ev.findings.sort(key=lambda f: (f.start, f.order))
+                evidencemod.attach(ev.findings, prom, res, ruleset, runbook, eval_interval)
                 stacksmod.attach(ev.findings, captures, run)
             out = Outcome(res, ev, ruleset, runbook, stacks_file=stacks, captures=captures)
             out.timings["findings"] = time.perf_counter() - t1

@@ -56,6 +56,7 @@ class Finding:
     segment: int = 1      # the segment of the log it fired in (segments.py)
     confirmed: bool = True  # False: a point finding, seen on too few steps to confirm
     stacks: dict | None = None  # the hang's stack dump, beside a spool (postmortem/stacks.py)
+    evidence: list = field(default_factory=list)  # [{"check", "answer"}] (postmortem/evidence.py)
 
 
 @dataclass

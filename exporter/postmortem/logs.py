@@ -97,6 +97,11 @@ def sniff(path: str, fmt: str = "auto") -> str:
     except OSError as e:
         raise LogError(f"{path}: {e}") from e
     found = detect(head, path=path)
+    if found not in AUXILIARY and _startup_print(head, found):
+        # a start-up configuration print (veRL's Hydra dump, a Megatron argument table) before
+        # the records: read per line, so the settings it holds (the length cap, the gradient
+        # clip) reach the rules as rl_config_value, as `parse` reads them
+        return "auto"
     if found in AUXILIARY and len(head) == SNIFF_LINES and _records_follow(path):
         # a long start-up (Miles: a 1,300-row argument table, then SGLang's) put the first
         # training record past the head: read per line, the print and the records alike
@@ -108,6 +113,20 @@ def sniff(path: str, fmt: str = "auto") -> str:
         raise LogError(f"{path}: no known metrics format in its first {SNIFF_LINES} lines "
                        f"(pass --format, one of: {names()})")
     return found
+
+
+def _startup_print(head: list[str], found: str | None) -> bool:
+    """A start-up configuration print (a veRL Hydra dump, a Megatron argument table) in the head
+    of a line-by-line log (a document format is read whole)."""
+    from ..logs import DOCUMENT_FORMATS, detect_format
+    from ..logs.read import STARTUP_FORMATS
+    if found is None or found in DOCUMENT_FORMATS:
+        return False
+    for line in head:
+        if ("{'actor_rollout_ref'" in line or "arguments ---" in line) and \
+                detect_format(clean(line)) in STARTUP_FORMATS:
+            return True
+    return False
 
 
 def _records_follow(path: str) -> bool:

@@ -15,7 +15,12 @@ resolution, for what the sources name as broken on one step:
 - entropy near 0 (below 0.01: the Chinese metrics guide already calls < 0.05 a near-deterministic
   policy);
 - model FLOPs utilisation above 1, which no hardware reaches (a wrong peak-FLOPs figure);
-- PPO KL above 0.05 and a clip fraction above 0.5 (the Chinese metrics guide: "unstable").
+- PPO KL above 0.05 and a clip fraction above 0.5 (the Chinese metrics guide: "unstable");
+- the sanity bounds, values no healthy run has at any step (exporter/alerts/config.py, where
+  each is argued; the live rules hold them over a few steps): KL to the reference above 1,
+  a gradient norm three orders of magnitude above the clip, a loss magnitude only a numerical
+  failure gives, and responses pinned at the configured length cap where no truncated share is
+  logged.
 
 Each becomes one finding per segment: its own alert name (`RLPoint...`), the first step it was
 seen at, how many steps showed it, and `confirmed: false`. Where the segment had enough steps for
@@ -27,9 +32,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..alerts.config import SHARED
 from ..catalog import CATALOG
 
 LOSSES = ("rl_loss", "rl_policy_loss", "rl_value_loss")
+# the sanity bounds (exporter/alerts/config.py says where each number comes from)
+KL_HIGH = SHARED["reference_kl_high"]
+GRAD_FACTOR = SHARED["grad_norm_absurd_factor"]
+# ... and a thousand times that: no real gradient is that large, only an overflow
+GRAD_NUMERICAL_FACTOR = 1e6
+LOSS_BOUNDS = {"rl_policy_loss": SHARED["policy_loss_absurd"], "rl_loss": SHARED["loss_absurd"],
+               "rl_value_loss": SHARED["value_loss_absurd"]}
+LENGTH_CAP_RATIO = SHARED["length_limit_mean_ratio"]
+# what the report's "seen" line lists for a log too short to judge, in this order
+HEADLINE = ("rl_score", "rl_reward", "rl_reference_kl", "rl_reward_kl_penalty", "rl_policy_kl",
+            "rl_entropy", "rl_grad_norm", "rl_policy_loss", "rl_loss", "rl_value_loss",
+            "rl_policy_clip_ratio", "rl_response_length_tokens", "rl_response_truncated_ratio")
 
 
 @dataclass(frozen=True)
@@ -45,18 +63,25 @@ CHECKS = {c.alert: c for c in (
           "gradient norm is NaN/Inf"),
     Check("RLPointGradNormZero", ("RLGradNormZero", "RLNoInformativeGroups"),
           "gradient norm is exactly 0: no learning signal"),
-    Check("RLPointNoRewardVariance", ("RLNoInformativeGroups", "RLGradNormZero"),
+    Check("RLPointNoRewardVariance", ("RLNoInformativeGroups", "RLRewardAllZero", "RLRewardAllAtMax",
+                                      "RLRewardConstant", "RLGradNormZero"),
           "no reward variance: every score equal, reward std 0 or every group tied"),
     Check("RLPointTruncationHigh", ("RLResponseTruncationHigh",),
-          ">= 90% of responses cut at the length limit"),
-    Check("RLPointEntropyZero", ("RLEntropyCollapse",), "entropy near 0 (< 0.01)"),
+          "responses cut at the length limit"),
+    Check("RLPointEntropyZero", ("RLEntropyAtZero", "RLEntropyCollapse"), "entropy near 0"),
     Check("RLPointMFUAboveOne", (), "MFU above 1: the peak-FLOPs figure is wrong"),
     Check("RLPointPolicyKLHigh", ("RLPolicyKLSpike",), "PPO KL above 0.05 (unstable)"),
     Check("RLPointClipFractionSevere", ("RLClipFractionHigh",),
           "clip fraction above 0.5 (updates heavily clipped)"),
+    Check("RLPointReferenceKLHigh", ("RLReferenceKLRunaway",),
+          "KL to the reference far above any healthy run's"),
+    Check("RLPointGradNormFarAboveClip", ("RLGradNormFarAboveClip", "RLGradNormExplosion"),
+          "gradient norm orders of magnitude above the clip"),
+    Check("RLPointLossMagnitude", ("RLLossMagnitudeAbsurd", "RLNonFiniteLoss"),
+          "loss of a magnitude only a numerical failure gives"),
 )}
 TRUNCATION_MIN = 0.9
-ENTROPY_MIN = 0.01
+ENTROPY_MIN = SHARED["entropy_zero_max"]
 KL_MAX = 0.05
 CLIP_MAX = 0.5
 
@@ -65,10 +90,12 @@ def _bad(v) -> bool:
     return isinstance(v, float) and not math.isfinite(v)
 
 
-def judge(values: dict) -> dict:
+def judge(values: dict, config: dict | None = None) -> dict:
     """{alert: value} of the checks a frame's canonical values fail. `values` maps
-    (metric, frozenset(labels)) -> value, train split only."""
+    (metric, frozenset(labels)) -> value, train split only; `config`: the run's settings seen
+    so far (rl_config_value parameter -> value: max_grad_norm, max_response_length)."""
     out = {}
+    config = config or {}
 
     def get(metric, **labels):
         return values.get((metric, frozenset(labels.items())))
@@ -100,6 +127,30 @@ def judge(values: dict) -> dict:
     t = get("rl_response_truncated_ratio")
     if t is not None and t >= TRUNCATION_MIN:
         out["RLPointTruncationHigh"] = t
+    cap = config.get("max_response_length")
+    if t is None and cap and cap > 0:
+        # no truncated share logged: lengths pinned at the configured cap are the truncation
+        # (the veRL metrics guide: mean ~ max_response_length = frequent truncation)
+        lo, mean = get("rl_response_length_tokens", stat="min"), get("rl_response_length_tokens")
+        if lo is not None and lo >= cap:
+            out["RLPointTruncationHigh"] = lo / cap
+        elif mean is not None and mean >= LENGTH_CAP_RATIO * cap:
+            out["RLPointTruncationHigh"] = mean / cap
+    kl = get("rl_reference_kl")
+    if kl is None:
+        kl = get("rl_reward_kl_penalty")
+    if kl is not None and math.isfinite(kl) and kl > KL_HIGH:
+        out["RLPointReferenceKLHigh"] = kl
+    if g is not None and math.isfinite(g):
+        clip = config.get("max_grad_norm")
+        bound = GRAD_FACTOR * (clip if clip and clip > 0 else 1.0)
+        if g > bound:
+            out["RLPointGradNormFarAboveClip"] = g
+    for m, bound in LOSS_BOUNDS.items():
+        v = get(m)
+        if v is not None and math.isfinite(v) and abs(v) > bound:
+            out["RLPointLossMagnitude"] = v
+            break
     e = get("rl_entropy")
     if e is not None and math.isfinite(e) and 0 <= e < ENTROPY_MIN:
         out["RLPointEntropyZero"] = e
@@ -124,12 +175,17 @@ class Seen:
     value: float
     time: float
     count: int = 1
+    detail: str = ""     # what the value was, in words, at the first step it was seen
 
 
 @dataclass
 class Watcher:
-    """Point observations of one segment, frame by frame."""
+    """Point observations of one segment, frame by frame; also the run's settings seen so far
+    (a start-up config print comes before the steps) and the range of each headline metric
+    (what a log too short to judge did show)."""
     seen: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)   # metric -> [min, max, steps, last step]
     _cache: dict = field(default_factory=dict)
 
     def see(self, data: dict, framework: str, step, t: float) -> None:
@@ -154,12 +210,82 @@ class Watcher:
                 values[(r[0], r[1])] = float(v) * r[2]
             except (TypeError, ValueError, OverflowError):
                 continue
-        for alert, value in judge(values).items():
+        for (metric, labels), v in values.items():
+            if metric == "rl_config_value":
+                param = dict(labels).get("parameter")
+                if param and math.isfinite(v):
+                    self.config[param] = v
+            elif not labels and metric in HEADLINE:
+                r = self.ranges.get(metric)
+                if r is None:
+                    self.ranges[metric] = [v, v, 1, step]
+                else:
+                    if v < r[0] or r[0] != r[0]:
+                        r[0] = v
+                    if v > r[1] or r[1] != r[1]:
+                        r[1] = v
+                    if step != r[3]:
+                        r[2] += 1
+                        r[3] = step
+        for alert, value in judge(values, self.config).items():
             s = self.seen.get(alert)
             if s is None:
-                self.seen[alert] = Seen(alert, step, value, t)
+                self.seen[alert] = Seen(alert, step, value, t,
+                                        detail=detail(alert, value, values, self.config))
             elif s.step != step:
                 s.count += 1
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def detail(alert: str, value: float, values: dict, config: dict) -> str:
+    """The value of a point finding in words (the first step it was seen)."""
+    def get(metric, **labels):
+        return values.get((metric, frozenset(labels.items())))
+
+    if alert == "RLPointNoRewardVariance":
+        level = get("rl_score")
+        level = get("rl_reward") if level is None else level
+        if level is None:
+            return ""
+        if level == 0:
+            return "every score 0: the task is too hard for the model, or the reward is broken"
+        if level == SHARED["reward_ceiling"]:
+            return (f"every score {_fmt(level)}, the reward's maximum: the task is too easy, "
+                    "nothing is left to learn")
+        return f"every score {_fmt(level)}"
+    if alert == "RLPointTruncationHigh":
+        cap = config.get("max_response_length")
+        if get("rl_response_truncated_ratio") is not None or not cap:
+            return f"{value:.0%} of responses cut"
+        lo, mean = get("rl_response_length_tokens", stat="min"), get("rl_response_length_tokens")
+        if lo is not None and lo >= cap:
+            return (f"the shortest response is {_fmt(lo)} tokens, at the configured "
+                    f"max_response_length {_fmt(cap)}: every response was cut")
+        return (f"mean length {_fmt(mean)} tokens is {value:.0%} of the configured "
+                f"max_response_length {_fmt(cap)} and no truncated share is logged: most "
+                "responses were cut")
+    if alert == "RLPointGradNormFarAboveClip":
+        clip = config.get("max_grad_norm")
+        ref = f"{value / clip:.3g}x max_grad_norm {_fmt(clip)}" if clip and clip > 0 else \
+            f"above {GRAD_FACTOR:g} with no clip in the log"
+        out = f"{_fmt(value)}, {ref}"
+        if value > GRAD_NUMERICAL_FACTOR * (clip if clip and clip > 0 else 1.0):
+            out += "; no real gradient is that large: a numerical failure, an overflow"
+        return out
+    if alert == "RLPointReferenceKLHigh":
+        return (f"{_fmt(value)}, above {KL_HIGH:g} (the veRL metrics guide's healthy range is "
+                "0.001-0.1)")
+    if alert == "RLPointLossMagnitude":
+        for m, bound in LOSS_BOUNDS.items():
+            v = get(m)
+            if v is not None and math.isfinite(v) and abs(v) > bound:
+                return f"{m} {_fmt(v)}, above {bound:g} in magnitude"
+    if alert == "RLPointEntropyZero":
+        return f"{_fmt(value)}, under {ENTROPY_MIN:g}"
+    return ""
 
 
 READY = "run:rl_step_window:baseline_steps"  # exporter/alerts/recordings.py: the step-window evidence gate
@@ -201,10 +327,11 @@ def findings(res, ev, ready: set, runbook: dict, ruleset) -> list:
                 if a is not None:
                     section = runbook.get(a.anchor)
                     break
+            says = check.says + (f" ({s.detail})" if s.detail else "")
             out.append(Finding(
                 alert=alert, severity=severity, labels={"run": seg.run}, start=s.time,
                 end=s.time, value=s.value, step=s.step,
-                summary=f"{check.says}: {note}", next=rulesmod.next_check(section),
+                summary=f"{says}: {note}", next=rulesmod.next_check(section),
                 order=section["order"] if section else 10_000, segment=seg.index,
                 confirmed=False))
     return out

@@ -9,8 +9,10 @@ import json
 import math
 
 from ..promql import human_duration
+from . import clock as clockmod
 from . import goodput as goodputmod
 from . import stacks as stacksmod
+from . import verdict as verdictmod
 from .backfill import iso
 from .rules import metric_names
 
@@ -60,14 +62,12 @@ def _labels(d: dict) -> str:
 
 
 # ------------------------------------------------------------------ text and JSON
-def header(res, ev) -> list[str]:
+def header(res, ev, verbose: bool = False) -> list[str]:
     first, last = res.step_at(res.start), res.step_at(res.end)
     lines = [f"rl-exporter doctor: run {res.run} ({res.framework}), {res.frames} frames, steps "
              f"{first}..{last}, {iso(res.start)} .. {iso(res.end)}",
-             f"  time from {res.clock_why}",
-             f"  {len(ev.checks)} checks ({', '.join(map(_short, ev.rule_files))}), evaluated every "
-             f"{ev.eval_interval:g}s by Prometheus; {len(ev.checks) - len(ev.no_data)} had data "
-             "in this log"]
+             f"  {clockmod.sentence(res.clock_why)}",
+             f"  {verdictmod.checks_line(res, ev)}"]
     segs = getattr(res, "segments", [])
     if len(segs) > 1 or any(g.resumed_from is not None for g in segs):
         for g in segs:
@@ -77,20 +77,35 @@ def header(res, ev) -> list[str]:
                             if g.resumed_from is not None
                             else "") + ("" if g.ready else "; too few steps for the step-windowed "
                                         "rules"))
-    if ev.no_data:
-        lines.append(f"  no data for: {', '.join(ev.no_data)}")
-    if ev.too_short:
-        lines.append(f"  too few steps to judge ({res.steps} in this log; step-windowed rules need a "
-                     f"recent window of steps and a baseline after warm-up): {', '.join(ev.too_short)}")
+    if verbose:
+        lines += verdictmod.verbose_lines(res, ev)
     return lines
 
 
-def text(res, ev) -> str:
-    out = header(res, ev)
+def verdict_lines(res, ev) -> list[str]:
+    v = verdictmod.judge(res, ev)
+    out = [f"verdict: {v.line}."]
+    if v.kind == "too_short" and v.seen:
+        out.append(f"  seen: {verdictmod.seen_text(v.seen)}.")
+    return out
+
+
+def evidence_lines(f, told: set) -> list[str]:
+    """A finding's evidence; an answer already printed above (the same check on the same steps,
+    for another finding) is not repeated."""
+    out = []
+    for e in getattr(f, "evidence", None) or []:
+        key = (e["check"], e["answer"])
+        if key in told:
+            continue
+        told.add(key)
+        out.append(f"{'':>8}evidence: {e['check']}: {e['answer']}")
+    return out
+
+
+def text(res, ev, verbose: bool = False) -> str:
+    out = header(res, ev, verbose) + [""] + verdict_lines(res, ev)
     if not ev.findings:
-        ran = [c for c in ev.checks if c not in ev.no_data]
-        out.append("")
-        out.append(f"healthy: none of the {len(ran)} checks with data fired: {', '.join(ran)}")
         out += [""] + goodputmod.text(goodputmod.summary(res))
         return "\n".join(out) + "\n"
     out.append("")
@@ -105,6 +120,7 @@ def text(res, ev) -> str:
             if f.next and f.alert not in told:
                 out.append(f"{'':>8}check next: {f.next}")
                 told.add(f.alert)
+            out += evidence_lines(f, told)
             continue
         lab = _labels(f.labels)
         until = res.step_at(f.end)
@@ -113,6 +129,7 @@ def text(res, ev) -> str:
         if f.next and f.alert not in told:  # once per alert: the timeline stays readable
             out.append(f"{'':>8}check next: {f.next}")
             told.add(f.alert)
+        out += evidence_lines(f, told)
         if f.stacks is not None:
             out += stacksmod.text(f.stacks)
     out += [""] + goodputmod.text(goodputmod.summary(res))
@@ -127,13 +144,18 @@ def json_lines(res, ev) -> str:
                      "time": iso(f.start), "value": _num(f.value), "summary": f.summary,
                      "next": f.next, "until": iso(f.end), "until_step": res.step_at(f.end),
                      "labels": f.labels, "run": res.run, "segment": f.segment,
-                     "confirmed": f.confirmed, "goodput": gp})
+                     "confirmed": f.confirmed,
+                     "evidence": [dict(e) for e in getattr(f, "evidence", None) or []],
+                     "goodput": gp})
         if f.stacks is not None:
             rows[-1]["stacks"] = stacksmod.as_json(f.stacks)
     if not rows:
-        rows.append({"alert": None, "run": res.run, "healthy": True,
+        v = verdictmod.judge(res, ev)
+        rows.append({"alert": None, "run": res.run, "healthy": v.healthy, "verdict": v.kind,
+                     "summary": v.line,
                      "checks": [c for c in ev.checks if c not in ev.no_data],
                      "no_data": ev.no_data, "too_few_steps": ev.too_short, "steps": res.steps,
+                     "seen": {m: {k: _num(x) for k, x in r.items()} for m, r in v.seen.items()},
                      "start": iso(res.start), "end": iso(res.end),
                      "segments": [g.summary() for g in getattr(res, "segments", [])],
                      "goodput": gp})
@@ -251,20 +273,23 @@ def html_report(res, ev, images: list[tuple[str, bytes]], runbook: dict) -> str:
         if f.alert in seen:
             continue
         seen.add(f.alert)
-        nexts.append(f"<li><b>{e(f.alert)}</b> ({e(f.severity)}): {e(f.next)}</li>")
+        ans = "".join(f"<li>{e(x['check'])}: {e(x['answer'])}</li>"
+                      for x in getattr(f, "evidence", None) or [])
+        nexts.append(f"<li><b>{e(f.alert)}</b> ({e(f.severity)}): {e(f.next)}"
+                     + (f"<ul>{ans}</ul>" if ans else "") + "</li>")
     figs = "".join(
         f"<figure><img alt='{e(title)}' src='data:image/png;base64,"
         f"{base64.b64encode(png).decode()}'/><figcaption>{e(title)}</figcaption></figure>"
         for title, png in images)
     head = "<br/>".join(e(x.strip()) for x in header(res, ev))
+    verdict = "<br/>".join(e(x.strip()) for x in verdict_lines(res, ev))
     if ev.findings:
-        body = (f"<h2>Findings</h2><table><tr><th>step</th><th>time (UTC)</th><th>alert</th>"
+        body = (f"<p><b>{verdict}</b></p>"
+                f"<h2>Findings</h2><table><tr><th>step</th><th>time (UTC)</th><th>alert</th>"
                 f"<th>severity</th><th>value</th><th>summary</th><th>active until step</th></tr>"
                 f"{rows}</table><h2>What to check next (runbook order)</h2><ol>{''.join(nexts)}</ol>")
     else:
-        ran = [c for c in ev.checks if c not in ev.no_data]
-        body = (f"<h2>Healthy</h2><p>None of the {len(ran)} checks with data fired: "
-                f"{e(', '.join(ran))}.</p>")
+        body = f"<h2>Verdict</h2><p>{verdict}</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"/><title>rl-exporter doctor: {e(res.run)}</title>
 <style>

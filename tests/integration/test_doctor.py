@@ -80,7 +80,9 @@ def test_doctor_names_exactly_the_scenarios_alerts(tmp_path, scenario):
         assert len(rows[0]["checks"]) >= 10, rows[0]  # the checks that had data are named
         return
     got = {r["alert"] for r in rows}
-    assert got == want, (scenario, got, want)
+    from exporter.demo.pathologies import BY_NAME
+    may = set(BY_NAME[scenario].may) if scenario in BY_NAME else set()  # pace-dependent extras
+    assert want <= got <= want | may, (scenario, got, want, may)
     for r in rows:
         assert set(r) >= {"alert", "severity", "step", "time", "value", "summary", "next"}
         assert r["severity"] in ("critical", "warning", "info")
@@ -105,11 +107,24 @@ def test_doctor_text_timeline_and_html_report(tmp_path):
     p = cli("doctor", str(path), "--html", str(out))
     lines = p.stdout.splitlines()
     assert lines[0].startswith("rl-exporter doctor: run demo-grad-explosion")
-    assert any("run's step durations" in x or "step durations used" in x for x in lines[:3])
-    row = next(x for x in lines if "RLGradNormExplosion" in x)
+    # one sentence about the clock: the demo spool was written by a replay, and says which sample
+    clock = lines[1].strip()
+    assert clock.startswith("Times come from the run's step durations") and clock.endswith(".")
+    assert "replay" in clock and "first 64 frames" in clock
+    # the checks in one count line, no lists of names; the verdict before the timeline
+    assert "checks (" in lines[2] and "had data" in lines[2] and "no data for" not in p.stdout
+    verdict = next(x for x in lines if x.startswith("verdict: "))
+    assert "warning" in verdict and "healthy" not in verdict
+    row = next(x for x in lines if "RLGradNormExplosion" in x and x.strip()[:1].isdigit())
     assert "critical" in row or "warning" in row
     assert int(row.split()[0]) >= ONSET  # the step it fired at
     assert any(x.strip().startswith("check next:") for x in lines)
+    # the runbook's first checks answered from the log: the loss it names, what moved first
+    assert any(x.strip().startswith("evidence: `rl_policy_loss`") for x in lines), p.stdout
+    assert any("which metric moved first" in x and "gradient norm (`rl_grad_norm`)" in x
+               for x in lines), p.stdout
+    verbose = cli("doctor", str(path), "--verbose").stdout
+    assert "no data for: " in verbose and "judged: " in verbose
     check_html(out, "RLGradNormExplosion")
 
 
@@ -286,15 +301,22 @@ def test_doctor_on_real_trainer_recordings(path):
 @needs_engine
 def test_a_short_excerpt_says_which_rules_it_is_too_short_for():
     """A log of a few steps (a paste in an issue thread) cannot feed the step-windowed rules:
-    doctor says which, instead of a bare 'healthy'; a 300-step run has nothing to report."""
+    doctor says so as its verdict, instead of 'healthy'; a 300-step run has nothing above info."""
     short = doctor_json(str(REPO / "tests/data/real/verl/verldata_qwen05b_resp256_first_records.log"),
                         "--clock", "fixed", "--step-seconds", "60")
     assert short[-1]["alert"] is None and short[-1]["steps"] <= 5
     assert {"RLEntropyCollapse", "RLRewardCollapse"} <= set(short[-1]["too_few_steps"])
+    # the verdict says it is too short, never healthy, and lists what the log showed
+    assert short[-1]["verdict"] == "too_short" and short[-1]["healthy"] is False
+    assert "too short to judge" in short[-1]["summary"] and "healthy" not in short[-1]["summary"]
+    assert short[-1]["seen"]["rl_score"]["steps"] == short[-1]["steps"]
     # a short excerpt whose numbers show a failure is not healthy: point findings say it
     flat = doctor_json(str(REPO / "tests/data/real/verl/play_verl_grpo_steps_1_4.log"),
                        "--clock", "fixed", "--step-seconds", "60")
     assert {r["alert"] for r in flat} == {"RLPointGradNormZero", "RLPointNoRewardVariance"}
     assert all(r["confirmed"] is False for r in flat)
+    # a 300-step healthy run: nothing above info (its KL touches 1.37 on one step of 300: seen,
+    # not confirmed, since the rule needs it on every step of a window)
     long = doctor_json(str(RECORDINGS_DIR / "healthy.spool"), "--clock", "fixed", "--step-seconds", "60")
-    assert long[-1]["too_few_steps"] == [] and long[-1]["steps"] == 300
+    assert {(r["alert"], r["severity"], r["confirmed"]) for r in long} == \
+        {("RLPointReferenceKLHigh", "info", False)}

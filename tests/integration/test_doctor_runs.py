@@ -8,8 +8,8 @@ excerpt (tests/data/real/), with the real engine.
   `onset_step` where the entry states one;
 - docs/postmortem.md holds the table these verdicts make (scripts/runs_corpus.py table);
 - every excerpt of tests/data/real whose printed numbers show a single-step failure from the
-  sources' tables (found below from the raw keys, not through the catalog) gets a point
-  finding of that name.
+  sources' tables or a sanity bound (found below from the raw keys, not through the catalog)
+  gets a point finding of that name, and none is called healthy.
 
 One doctor (one Prometheus) per run: about 10 s for 435 steps on one core.
 """
@@ -102,6 +102,16 @@ def expected_points(text: str) -> set[str]:
                 want.add("RLPointTruncationHigh")
             if leaf == "entropy" and 0 <= v < 0.01:
                 want.add("RLPointEntropyZero")
+            # the sanity bounds (exporter/alerts/config.py): no healthy run has these at any step
+            if leaf == "grad_norm" and not k.startswith("critic") and math.isfinite(v) and v > 1000:
+                want.add("RLPointGradNormFarAboveClip")
+            # (TRL PPO's objective/kl is summed over a sequence's tokens, not a per-token KL)
+            if leaf in ("kl", "kl_loss", "reward_kl_penalty") and k != "objective/kl" \
+                    and math.isfinite(v) and v > 1.0:
+                want.add("RLPointReferenceKLHigh")
+            if leaf in ("loss", "pg_loss", "policy_loss", "actor_loss") and math.isfinite(v) \
+                    and abs(v) > 1000:
+                want.add("RLPointLossMagnitude")
         for k in vals:
             if k.endswith("score/max") and vals.get(k[:-3] + "min") == vals[k]:
                 want.add("RLPointNoRewardVariance")

@@ -22,9 +22,6 @@ ALERTS: list[Alert] = [
                 "The Miles lab ranges measured 0.02-0.43 truncated in a healthy 1,024-token run; the "
                 "veRL metrics guide calls 85 % at the limit a reason to raise the limit. Default "
                 "just above the healthy max."),
-            "length_limit_mean_ratio": Threshold(
-                0.9,
-                "Without a truncation share: mean response length this close to the configured limit."),
         },
         summary="A large share of responses is cut at the length limit.",
         description="Run {{ $labels.run }}: {{ $value | humanizePercentage }} of responses hit the "

@@ -21,6 +21,12 @@ ALERTS: list[Alert] = [
         summary="An RL run's loss has stayed NaN or infinite over several steps.",
         description="Run {{ $labels.run }} reports {{ $labels.metric }} non-finite on every step of "
                     "the last {nonfinite_persist_steps} or more (value {{ $value }}).",
+        evidence=("{{ with printf `sum(increase(rl_optimizer_nonfinite_skips_total{run=\"%s\"}[{step_window_2}])) "
+                  "> 0` $labels.run | query }}The optimizer's non-finite guard skipped {{ . | first | "
+                  "value | printf \"%.0f\" }} updates over the last {step_window_2}: the weights are "
+                  "intact, resume from the latest checkpoint.{{ else }}No update was skipped by a "
+                  "non-finite guard over the last {step_window_2} (or the run reports none): the "
+                  "updates may have been applied; roll back to the last finite checkpoint.{{ end }}"),
         why_critical="Certain: NaN/Inf is not a statistical judgement. Persistent: every evaluation "
                      "over a window holding >= {nonfinite_persist_steps} steps saw it, so a lone "
                      "skipped step cannot page. Fatal: a loss that stays non-finite means the "
@@ -45,6 +51,9 @@ ALERTS: list[Alert] = [
             Case(
                 fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15")],
                 at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
+                evidence="No update was skipped by a non-finite guard over the last 20m (or the run "
+                         "reports none): the updates may have been applied; roll back to the last "
+                         "finite checkpoint.",
                 silent=[s("rl_policy_loss", "0.01 -0.01 0.005 0 0.01 0.002"), s("rl_grad_norm", "0.35 4.95 1 2 0.5 0.6"),
                         s("rl_loss", "0.3x5")], silent_at="5m"),
         ],

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..config import Dur
+from ..exprs import PRIMARY, halves, ladder, reward_constant
 from ..model import Alert, Case, Threshold
-from ..series import s
+from ..series import alt, s
 from ..sim.pathology import Pathology, assign, from_entry
 
 ALERTS: list[Alert] = [
@@ -110,5 +111,186 @@ ALERTS: list[Alert] = [
                           why="the demo's reward-decline entry slides from the demo's own level "
                               "(0.4); this run's healthy reward is 0.53-0.87, so the row slides "
                               "that level by the same rate"),
+    ),
+    # ---- the reward's shape, in words: exactly 0, exactly at its maximum, or constant
+    Alert(
+        name="RLRewardAllZero", severity="warning", for_=Dur(60),
+        expr=ladder(reward_constant(), "{reward_shape_steps}") + " == 0",
+        thresholds={
+            "reward_shape_steps": Threshold(
+                8,
+                "Steps the task reward must hold one value on every sample with no spread: the "
+                "longest healthy streaks in the corpus of whole public runs are 3 steps of a zero "
+                "mean, 4 of a zero std and 3 of an identical mean (one prompt a step)."),
+        },
+        summary="Every sample's task reward is exactly 0: the task is too hard for the model, or "
+                "the reward is broken.",
+        description="Run {{ $labels.run }}: every sample of the last {reward_shape_steps}+ steps "
+                    "scored exactly {{ $value }}: every group all-zero, so no gradient signal. "
+                    "The task is too hard for the model, or the reward function is broken.",
+        meaning="the task reward (`rl_score`, else `rl_reward`) was exactly 0 on every step of "
+                "{last_reward_shape_steps}, with no spread logged on any of them (a std above 0 "
+                "or a max above the min rules it out): every sample of every group scored 0. The "
+                "posttrain metrics reference: a group with equal rewards has an advantage of "
+                "exactly zero, so such a batch contributes no gradient at all.",
+        impact="the run learns nothing and burns its GPUs: GRPO's advantages are all 0 "
+               "(RLGradNormZero and RLNoInformativeGroups follow).",
+        diagnosis="first the reward function on a few completions by hand: does a correct answer "
+                  "score above 0 (an answer-format mismatch, a parser that never matches, a wrong "
+                  "key)? next the task's difficulty for this model (its pass rate before "
+                  "training) and `rl_response_truncated_ratio` (cut answers score 0).",
+        mitigation="fix the reward function; or start from easier data (a curriculum), a stronger "
+                   "model, or a reward with partial credit.",
+        cases=[
+            Case(
+                fire=[s("rl_reward", "0.2 0.1 0x38"), s("rl_reward", "0.3 0.2 0x38", stat="std")],
+                at="30m", desc="Run r: every sample of the last 8+ steps scored exactly 0: every "
+                               "group all-zero, so no gradient signal. The task is too hard for "
+                               "the model, or the reward function is broken.",
+                # a hard task: the mean is often 0, but some sample scores on most steps
+                silent=[s("rl_reward", "0 0 0 0.1 0 0 0.2 0 0 0 0.05 0 0 0 0.1 0 0 0 0 0.2 0 0 0 "
+                                       "0 0.1 0 0 0 0 0.1")], silent_at="25m"),
+            Case(
+                title="veRL's raw score, not the KL-shaped reward",
+                fire=[s("rl_score", "0x40"), s("rl_score", "0x40", stat="max"),
+                      s("rl_score", "0x40", stat="min"), s("rl_reward", "-0.1 -0.2 -0.3x38")],
+                at="30m", desc="Run r: every sample of the last 8+ steps scored exactly 0: every "
+                               "group all-zero, so no gradient signal. The task is too hard for "
+                               "the model, or the reward function is broken.",
+                # the mean is 0 but some sample scored 1 on some step
+                silent=[s("rl_score", "0x30"), s("rl_score", "0x10 1 0x19", stat="max"),
+                        s("rl_score", "0x30", stat="min")], silent_at="25m"),
+        ],
+        cadence=from_entry("no-signal", {"30s": 17, "2m": 16, "10m": 13}),
+    ),
+    Alert(
+        name="RLRewardAllAtMax", severity="warning", for_=Dur(60),
+        expr=ladder(reward_constant(), "{reward_shape_steps}") + " == {reward_ceiling}",
+        summary="Every sample's task reward is at its maximum: the task is too easy.",
+        description="Run {{ $labels.run }}: every sample of the last {reward_shape_steps}+ steps "
+                    "scored exactly {{ $value }}, the reward's maximum: every group all-one, so no "
+                    "gradient signal. The task is too easy for the model.",
+        meaning="the task reward (`rl_score`, else `rl_reward`) was exactly {reward_ceiling} (the "
+                "ceiling of a 0/1 correctness reward: the veRL metrics guide scores math tasks 0.0 "
+                "or 1.0) on every step of {last_reward_shape_steps}, with no spread logged on any "
+                "of them: every sample of every group was right.",
+        impact="nothing is left to learn from this data: every advantage is 0 and the steps are "
+               "wasted (or the reward is always granted, whatever the answer).",
+        diagnosis="first whether the reward can score anything else: a deliberately wrong answer "
+                  "by hand (a reward that always returns 1 is a bug, not an easy task); next the "
+                  "data's difficulty for this model (its pass rate before training).",
+        mitigation="harder data, or filter prompts every sample already solves (dynamic sampling); "
+                   "fix the reward if it cannot score below its maximum.",
+        cases=[
+            Case(
+                fire=[s("rl_reward", "0.8 0.9 1x38"), s("rl_reward", "0.2 0.1 0x38", stat="std")],
+                at="30m", desc="Run r: every sample of the last 8+ steps scored exactly 1, the "
+                               "reward's maximum: every group all-one, so no gradient signal. The "
+                               "task is too easy for the model.",
+                # a solved task with a few misses a step: the mean is 0.9-0.98, with spread
+                silent=[s("rl_reward", alt(0.91, 0.98, 15)), s("rl_reward", "0.1x30", stat="std")],
+                silent_at="25m"),
+        ],
+        cadence=from_entry("reward-at-max", {"30s": 17, "2m": 16, "10m": 13}),
+    ),
+    Alert(
+        name="RLRewardConstant", severity="warning", for_=Dur(60),
+        expr="(\n" + ladder(reward_constant(), "{reward_shape_steps}") + "\n!= 0\n) != {reward_ceiling}",
+        summary="The task reward is the same on every sample and every step: it does not depend "
+                "on the answer.",
+        description="Run {{ $labels.run }}: every sample of the last {reward_shape_steps}+ steps "
+                    "scored exactly {{ $value }}: the reward does not depend on the answer (a "
+                    "reward function not wired to the completions, or only a constant bonus "
+                    "earned).",
+        meaning="the task reward (`rl_score`, else `rl_reward`) had one value, neither 0 nor "
+                "{reward_ceiling}, on every sample of every step of {last_reward_shape_steps}, "
+                "with no spread logged on any of them. A reward that discriminates between "
+                "answers varies within a step (the RL metrics dictionary: a margin near 0 cannot "
+                "tell good from bad).",
+        impact="every group ties, every advantage is 0: the run learns nothing, whatever the "
+               "answers are.",
+        diagnosis="first the reward function on two different completions by hand: the same "
+                  "score? (a function reading the prompt instead of the completion, a constant "
+                  "format bonus, a reward model returning a default); next `rl_reward_function` "
+                  "per component: which one moves, which one is pinned?",
+        mitigation="wire the reward to the completions (the right field, the right parser); drop "
+                   "or rescale a constant component.",
+        cases=[
+            Case(
+                fire=[s("rl_reward", "0.3 0.7 0.5x38"), s("rl_reward", "0.4 0.3 0x38", stat="std")],
+                at="30m", desc="Run r: every sample of the last 8+ steps scored exactly 0.5: the "
+                               "reward does not depend on the answer (a reward function not wired "
+                               "to the completions, or only a constant bonus earned).",
+                # a mean that repeats for a few steps (a coarse reward over few samples) with spread
+                silent=[s("rl_reward", "0.5x5 0.25 0.5x4 0.75 0.5x19"), s("rl_reward", "0.2x30", stat="std")],
+                silent_at="25m"),
+        ],
+        cadence=from_entry("reward-constant", {"30s": 17, "2m": 16, "10m": 13}),
+    ),
+    # ---- a run that has run its course
+    Alert(
+        name="RLNoImprovement", severity="info", for_=Dur(60),
+        expr=halves(
+            "((\n"
+            "  (max by (run) (avg_over_time(rl_score" + PRIMARY + "[{H}]))\n"
+            "   or max by (run) (avg_over_time(rl_reward" + PRIMARY + "[{H}])))\n"
+            "  <= on (run)\n"
+            "  (max by (run) (avg_over_time(rl_score" + PRIMARY + "[{H}] offset {H}))\n"
+            "   or max by (run) (avg_over_time(rl_reward" + PRIMARY + "[{H}] offset {H})))\n"
+            "  + {reward_drop_min}\n"
+            ")\nand on (run)\n(\n"
+            "  (max by (run) (avg_over_time(rl_reference_kl" + PRIMARY + "[{H}]))\n"
+            "   or max by (run) (avg_over_time(rl_reward_kl_penalty" + PRIMARY + "[{H}])))\n"
+            "  >= on (run) {no_improvement_kl_factor} *\n"
+            "  (max by (run) (avg_over_time(rl_reference_kl" + PRIMARY + "[{H}] offset {H}))\n"
+            "   or max by (run) (avg_over_time(rl_reward_kl_penalty" + PRIMARY + "[{H}] offset {H})))\n"
+            "  > {no_improvement_kl_min}\n"
+            "))\n* 0 + {HS} / 3600"),
+        thresholds={
+            "no_improvement_kl_factor": Threshold(
+                2,
+                "The RL metrics dictionary: KL to the reference should grow slowly and steadily. "
+                "Doubled from one window to the next while the reward stays flat: the policy "
+                "moves away from the reference for nothing. Healthy runs whose reward plateaus "
+                "raise their KL by 1.3-1.4x over such windows."),
+            "no_improvement_kl_min": Threshold(
+                0.1,
+                "... and above the top of the veRL metrics guide's normal KL range (0.1): a KL "
+                "doubling from 0.01 to 0.02 is a run settling, not drifting."),
+        },
+        summary="The reward has stopped improving while the KL to the reference keeps climbing: "
+                "the run has run its course.",
+        description="Run {{ $labels.run }}: the task reward has not improved over the last "
+                    "{{ printf \"%.1f\" $value }} h of training (the mean of its second half no more "
+                    "than {reward_drop_min} above the first half's), while the KL to the reference "
+                    "at least doubled. Stop here, or change the recipe.",
+        evidence="{{ with printf `count(hw_gpu_memory_limit_bytes{run=\"%s\"}) * %f` $labels.run $value "
+                 "| query }}{{ . | first | value | printf \"%.0f\" }} GPU-hours without a reward "
+                 "gain{{ else }}{{ printf \"%.1f\" $value }} h times the run's GPUs without a reward "
+                 "gain (no GPU series for the run){{ end }}.",
+        meaning="the mean task reward (`rl_score`, else `rl_reward`) over the later of "
+                "{halves} is no more than {reward_drop_min} above its mean over the earlier one, while the KL to the reference (`rl_reference_kl`, "
+                "else `rl_reward_kl_penalty`) rose at least {no_improvement_kl_factor}x between "
+                "them to above {no_improvement_kl_min}. Info: an advisory, the value is the hours "
+                "of training those windows span.",
+        impact="every further step costs GPU-hours and moves the policy further from the "
+               "reference (language drift, reward hacking) for no reward.",
+        diagnosis="first the validation score (`rl_validation_score`): still rising? then keep "
+                  "going; flat too: the run has converged. Next the checkpoint with the best "
+                  "reward and validation, and whether the KL coefficient is on (`rl_kl_coefficient`).",
+        mitigation="stop and keep the best checkpoint; or change the recipe (harder data, a lower "
+                   "learning rate, a stronger KL penalty) before spending more.",
+        cases=[
+            Case(
+                fire=[s("rl_reward", alt(0.6, 0.7, 60)), s("rl_reference_kl", "0.05+0.004x119")],
+                at="120m", desc="Run r: the task reward has not improved over the last 2.7 h of "
+                                "training (the mean of its second half no more than 0.05 above the "
+                                "first half's), while the KL to the reference at least doubled. "
+                                "Stop here, or change the recipe.",
+                evidence="2.7 h times the run's GPUs without a reward gain (no GPU series for the run).",
+                # the reward still climbs: the KL rising with it is the policy learning
+                silent=[s("rl_reward", "0.3+0.004x119"), s("rl_reference_kl", "0.05+0.004x119")],
+                silent_at="120m"),
+        ],
     ),
 ]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import READY, SEAM, CLIP_SEL, CONFIG_SEL, ladder, over, recent, increase_per_step
+from ..exprs import SEAM, CLIP_SEL, CONFIG_SEL, ladder, over, recent, increase_per_step
 from ..model import Alert, Case, Threshold
 from ..series import alt, s
 from ..sim.healthy import uniform
@@ -75,7 +75,9 @@ ALERTS: list[Alert] = [
              "  > {reference_kl_runaway_factor} * (run:rl_reference_kl:avg_baseline > {reference_kl_baseline_min})\n"
              "  and run:rl_reference_kl:avg_recent > {reference_kl_min}\n"
              ")\nor\n"
-             "(run:rl_reference_kl:avg_recent > {reference_kl_high} and on (run) " + READY + ")",
+             + ladder("max by (run) (min_over_time(rl_reference_kl{{stat=\"\", split=\"\"}}[{W}]))\n"
+                      "  or max by (run) (min_over_time(rl_reward_kl_penalty{{stat=\"\", split=\"\"}}[{W}]))",
+                      "{reference_kl_persist_steps}") + " > {reference_kl_high}",
         thresholds={
             "reference_kl_runaway_factor": Threshold(
                 5,
@@ -90,21 +92,19 @@ ALERTS: list[Alert] = [
                 "... only once the baseline itself is off the floor: every run starts at KL 0 (the "
                 "policy is the reference), so its first departure multiplies KL many times (a real "
                 "healthy TRL GRPO run went 0.01 -> 0.2 over steps 30-45)."),
-            "reference_kl_high": Threshold(
-                1.0,
-                "Absolute: a recent mean 10x the top of the veRL metrics guide's normal range, once "
-                "the run has a baseline (a learning rate 1000x too high held KL at 3-5 nats before "
-                "any baseline existed)."),
         },
         summary="KL to the reference policy is running away from its recent level.",
-        description="Run {{ $labels.run }}: mean KL to the reference is {{ printf \"%.4f\" $value "
-                    "}}: several times its baseline over the preceding steps, or far above the "
-                    "healthy range.",
+        description="Run {{ $labels.run }}: KL to the reference is {{ printf \"%.4f\" $value }}: "
+                    "a recent mean several times its baseline over the preceding steps, or above "
+                    "{reference_kl_high} on every recent step, far above the healthy range.",
         meaning="KL to the frozen reference (`rl_reference_kl`, or where a run logs none the KL it "
                 "folds into the reward, `rl_reward_kl_penalty`) over {recent} is more than "
                 "{reference_kl_runaway_factor} x its mean over {baseline}, where that mean is above "
                 "{reference_kl_baseline_min}, and above {reference_kl_min}; or above "
-                "{reference_kl_high} once the run has such a baseline.",
+                "{reference_kl_high} (10x the top of the veRL metrics guide's normal range; the "
+                "highest healthy value seen is 0.94 on one step) on every step of "
+                "{last_reference_kl_persist_steps}, from the first steps on: no baseline is needed "
+                "for a value no healthy run has.",
         impact="the policy is drifting away from the reference faster than before (reward hacking, "
                "language drift).",
         diagnosis_source="the RL metrics dictionary, section 12, \"KL spikes\"",
@@ -118,22 +118,29 @@ ALERTS: list[Alert] = [
             Case(
                 title="a sharp turn from an established level",
                 fire=[s("rl_reference_kl", "0.025x80 0.15+0.05x20")], at="90m",
-                desc="Run r: mean KL to the reference is 0.4750: several times its baseline over the preceding "
-                     "steps, or far above the healthy range.",
+                desc="Run r: KL to the reference is 0.4750: a recent mean several times its baseline over "
+                     "the preceding steps, or above 1 on every recent step, far above the healthy range.",
                 silent=[s("rl_reference_kl", "0.002x80 0.15+0.002x20")], silent_at="90m"),
             Case(
                 title="far above the healthy range from the start",
                 fire=[s("rl_reference_kl", "3x100")], at="90m",
-                desc="Run r: mean KL to the reference is 3.0000: several times its baseline over the preceding "
-                     "steps, or far above the healthy range.",
+                desc="Run r: KL to the reference is 3.0000: a recent mean several times its baseline over "
+                     "the preceding steps, or above 1 on every recent step, far above the healthy range.",
                 silent=[s("rl_reference_kl", "0.08x100")], silent_at="90m"),
+            Case(
+                title="broken from the first logged step: no baseline yet",
+                fire=[s("rl_reference_kl", "3x15")], at="10m",
+                desc="Run r: KL to the reference is 3.0000: a recent mean several times its baseline over "
+                     "the preceding steps, or above 1 on every recent step, far above the healthy range.",
+                # the highest healthy value seen: 0.94 on one step among 0.006-0.07
+                silent=[s("rl_reference_kl", "0.05 0.07 0.94 0.006 0.05x11")], silent_at="10m"),
             # veRL use_kl_in_reward (the veRL metrics guide, section 3.6): the KL to the reference is
             # actor/reward_kl_penalty; no actor/kl_loss is logged
             Case(
                 title="veRL's in-reward KL",
                 fire=[s("rl_reward_kl_penalty", "3x100")], at="90m",
-                desc="Run r: mean KL to the reference is 3.0000: several times its baseline over the preceding "
-                     "steps, or far above the healthy range.",
+                desc="Run r: KL to the reference is 3.0000: a recent mean several times its baseline over "
+                     "the preceding steps, or above 1 on every recent step, far above the healthy range.",
                 silent=[s("rl_reward_kl_penalty", "0.08x100")], silent_at="90m"),
         ],
         cadence=from_entry("reference-kl-runaway", {"30s": 10, "2m": 9, "10m": 8}),
@@ -513,6 +520,15 @@ ALERTS: list[Alert] = [
         summary="Almost no GRPO group has differing rewards: the reward does not discriminate.",
         description="Run {{ $labels.run }}: only {{ $value | humanizePercentage }} of GRPO groups "
                     "(or draws kept by dynamic sampling) are informative.",
+        evidence=("Over the last {step_window_2}: {{ with printf `sum(avg_over_time(rl_groups{run=\"%s\", "
+                  "outcome=\"all_zero\", split=\"\"}[{step_window_2}])) / sum(avg_over_time(rl_groups{run=\"%s\", "
+                  "outcome=\"total\", split=\"\"}[{step_window_2}]))` $labels.run $labels.run | query }}"
+                  "{{ . | first | value | humanizePercentage }} of groups all-zero (too hard, or a "
+                  "broken reward){{ else }}no all-zero group counts{{ end }}; {{ with printf "
+                  "`sum(avg_over_time(rl_groups{run=\"%s\", outcome=\"all_one\", split=\"\"}[{step_window_2}])) "
+                  "/ sum(avg_over_time(rl_groups{run=\"%s\", outcome=\"total\", split=\"\"}[{step_window_2}]))` "
+                  "$labels.run $labels.run | query }}{{ . | first | value | humanizePercentage }} "
+                  "all-one (too easy){{ else }}no all-one group counts{{ end }}."),
         meaning="fewer than {informative_groups_min_ratio} of GRPO groups had differing rewards on "
                 "average over {recent} (group counts, the tied-group share, Miles' zero-std shares "
                 "or AReaL's zero-advantage token share; group counts are skipped under dynamic "
@@ -527,6 +543,7 @@ ALERTS: list[Alert] = [
             Case(
                 fire=[s("rl_groups", "45x10 2x20", outcome="informative"), s("rl_groups", "64x30", outcome="total")],
                 at="30m", desc='Run r: only 3.125% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+                evidence="Over the last 20m: no all-zero group counts; no all-one group counts.",
                 silent=[s("rl_groups", "45x30", outcome="informative"), s("rl_groups", "64x30", outcome="total"),
                         s("rl_group_zero_std_ratio", "0.3x30"), s("rl_score", "1x30", stat="max"),
                         s("rl_score", "0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", stat="min")],
@@ -536,6 +553,7 @@ ALERTS: list[Alert] = [
                 title="veRL score spread",
                 fire=[s("rl_score", "1x10 0x20", stat="max"), s("rl_score", "0x30", stat="min")], at="30m",
                 desc='Run r: only 0% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+                evidence="Over the last 20m: no all-zero group counts; no all-one group counts.",
                 silent=[s("rl_score", "1x30", stat="max"), s("rl_score", "0x30", stat="min")], silent_at="30m"),
             # ---- framework-specific inputs (the review's faults): each fires from its own source
             Case(
@@ -543,18 +561,21 @@ ALERTS: list[Alert] = [
                 fire=[s("rl_groups", "2x40", outcome="informative"), s("rl_groups", "64x40", outcome="total"),
                       s("rl_dynamic_filter_pass_ratio", "0.3x10 0.02x30")], at="30m", desc='Run r: only 2% of GRPO groups (or draws kept by dynamic sampling) are informative.',
                 # DAPO-style filtering: group counts cover every draw; the kept batch is informative
+                evidence="Over the last 20m: no all-zero group counts; no all-one group counts.",
                 silent=[s("rl_groups", "2x40", outcome="informative"), s("rl_groups", "64x40", outcome="total"),
                         s("rl_dynamic_filter_pass_ratio", "0.3x40")], silent_at="30m"),
             Case(
                 title="Miles zero-std shares",
                 fire=[s("rl_group_outcome_ratio", "0.1x10 0.6x30", outcome="all_zero"),
                       s("rl_group_outcome_ratio", "0.05x10 0.38x30", outcome="all_one")], at="30m", desc='Run r: only 2% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+                evidence="Over the last 20m: no all-zero group counts; no all-one group counts.",
                 silent=[s("rl_group_outcome_ratio", "0.3x40", outcome="all_zero"),
                         s("rl_group_outcome_ratio", "0.2x40", outcome="all_one")], silent_at="30m"),
             Case(
                 title="AReaL zero-advantage tokens",
                 fire=[s("rl_advantage_sign_ratio", "0.2x10 0.95x30", sign="zero")],
                 at="30m", desc='Run r: only 5% of GRPO groups (or draws kept by dynamic sampling) are informative.',
+                evidence="Over the last 20m: no all-zero group counts; no all-one group counts.",
                 silent=[s("rl_advantage_sign_ratio", "0.4x40", sign="zero")],
                 silent_at="30m"),
         ],

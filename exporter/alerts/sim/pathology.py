@@ -97,5 +97,6 @@ def assign(**kw):
     return edit
 
 
-_KEYS = {"kl_max": 'rl_reference_kl{stat="max"}', "layer2": 'rl_moe_load_imbalance_ratio{layer="2"}',
+_KEYS = {"kl_max": 'rl_reference_kl{stat="max"}', "rl_score__max": 'rl_score{stat="max"}',
+         "rl_score__min": 'rl_score{stat="min"}', "layer2": 'rl_moe_load_imbalance_ratio{layer="2"}',
          "thermal": '~hw_gpu_clock_event_seconds_total{reason="thermal"}'}

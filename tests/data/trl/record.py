@@ -25,6 +25,14 @@ run is not truncated). Runs:
   truncation       the healthy setup with max_completion_length 2
   entropy_collapse reward = share of "good" tokens (one token is the whole answer), beta 0
                    (no KL anchor), lr 3e-3
+  reward_zero      the reward looks for an answer the model cannot write (a word outside its
+                   vocabulary): every sample scores 0, a broken reward
+  reward_unwired   the task reward reads a dataset column the dataset does not have (never a
+                   hit), plus a 0.5 format bonus every completion earns: every sample scores 0.5
+  lr_x10000        the healthy setup with lr 1.0: broken from the first update (KL and gradient
+                   norm far above any healthy run's from the first logged steps)
+  beta_x10000      lr 0.1 and beta 1000: the KL term dominates the loss (a loss magnitude no
+                   healthy run has)
 """
 from __future__ import annotations
 
@@ -113,6 +121,22 @@ def constant(completions, **kw):
     return [1.0 for _ in completions]
 
 
+def says_zebra(completions, **kw):
+    """1 when the completion says "zebra": a word the tokenizer cannot produce (a reward looking
+    for the wrong answer format)."""
+    return [1.0 if "zebra" in c.split() else 0.0 for c in completions]
+
+
+def reads_missing_answer(completions, **kw):
+    """A task reward comparing the completion with the dataset's `answer` column, which this
+    dataset does not have (TRL hands a reward function the dataset's extra columns as keyword
+    arguments; a missing one is simply absent): the task part is always 0, and only the 0.5
+    format bonus for a completion of at most 12 words remains."""
+    answers = kw.get("answer") or [None] * len(completions)
+    return [(1.0 if a is not None and a in c.split() else 0.0) + (0.5 if len(c.split()) <= 12 else 0.0)
+            for a, c in zip(answers, completions)]
+
+
 def good_token_share(completions, **kw):
     """The share of completion tokens that are "good": best answer is "good" and nothing else."""
     return [c.split().count("good") / max(1, len(c.split())) for c in completions]
@@ -126,6 +150,10 @@ RUNS = {
     "constant_reward": dict(reward=constant, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA),
     "truncation": dict(reward=says_target, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA, max_completion_length=2),
     "entropy_collapse": dict(reward=good_token_share, learning_rate=3e-3, beta=0.0),
+    "reward_zero": dict(reward=says_zebra, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA),
+    "reward_unwired": dict(reward=reads_missing_answer, learning_rate=HEALTHY_LR, beta=HEALTHY_BETA),
+    "lr_x10000": dict(reward=says_target, learning_rate=HEALTHY_LR * 10000, beta=HEALTHY_BETA),
+    "beta_x10000": dict(reward=says_target, learning_rate=HEALTHY_LR * 1000, beta=HEALTHY_BETA * 10000),
 }
 
 

@@ -12,7 +12,8 @@ import pytest
 from exporter.logs.spool import SpoolParser
 
 DIR = os.path.join(os.path.dirname(__file__), "..", "..", "data", "trl")
-RUNS = ("healthy", "lr_x1000", "constant_reward", "truncation", "entropy_collapse")
+RUNS = ("healthy", "lr_x1000", "constant_reward", "truncation", "entropy_collapse", "reward_zero",
+        "reward_unwired", "lr_x10000", "beta_x10000")
 
 
 def load(run):
@@ -85,3 +86,35 @@ def test_entropy_collapse(runs):
     assert statistics.mean(series(e, "entropy", 1, 10)) > 1.5
     assert max(series(e, "entropy", 60)) < 0.2 and statistics.mean(series(e, "entropy", 60)) < 0.02
     assert min(series(e, "reward", 60)) >= 0.95
+
+
+def test_reward_zero_scores_every_sample_zero(runs):
+    z = runs["reward_zero"]
+    for key in ("reward", "reward_std", "grad_norm"):
+        assert set(series(z, key)) == {0.0}, key
+    assert set(series(z, "frac_reward_zero_std")) == {1.0}
+
+
+def test_reward_unwired_earns_only_the_constant_bonus(runs):
+    u = runs["reward_unwired"]
+    assert set(series(u, "reward")) == {0.5} and set(series(u, "reward_std")) == {0.0}
+    assert set(series(u, "grad_norm")) == {0.0}
+
+
+def test_lr_x10000_is_broken_from_the_first_update(runs):
+    """lr 1.0: the KL to the reference is above 1 from step 2 (no baseline could hold it) and
+    the entropy is at 0 within a few steps."""
+    r = runs["lr_x10000"]
+    assert r[1]["kl"] == 0.0 and min(series(r, "kl", 2)) > 1.0
+    assert min(series(r, "entropy", 2, 10)) < 0.01
+    assert statistics.median(series(r, "entropy", 100)) < 0.01
+
+
+def test_beta_x10000_has_a_loss_and_gradient_no_healthy_run_has(runs):
+    """beta 1000 (10,000x the healthy 0.1) and lr 0.1: the KL term makes the loss thousands and
+    the pre-clip gradient norm thousands of times max_grad_norm 1.0 from step 2."""
+    b = runs["beta_x10000"]
+    assert min(series(b, "loss", 2, 10)) > 1000
+    assert max(series(b, "grad_norm", 2, 10)) > 1000 and b[1]["grad_norm"] < 10
+    meta = json.load(open(os.path.join(DIR, "beta_x10000.json")))
+    assert meta["rl_config_value"]["max_grad_norm"] == 1.0
