@@ -175,7 +175,8 @@ class ServedRun:
         closed, without touching any of them."""
         self.pipeline.retire_after_fork()
         self._lock = threading.RLock()
-        fresh_locks(self.store)
+        for owned in (self.store, self.lifecycle, self.goodput):
+            fresh_locks(owned)
         for c in (self._live_phases, self._timers, self._resolver, self._distributions):
             if c is not None:
                 fresh_locks(c)

@@ -164,8 +164,25 @@ def test_the_hooks_pass_on_in_a_fork_child():
         from exporter import Exporter
         ex = Exporter(run="fk", serve=False, gpu=False)
         ex.process_now({"actor/entropy": 0.5}, 1, 1e9)
+        import threading
+        held, done = threading.Event(), threading.Event()
+
+        def hold():  # another thread holds the lifecycle's lock at the fork
+            with ex.lifecycle._lock:
+                held.set()
+                done.wait()
+        t = threading.Thread(target=hold)
+        t.start()
+        held.wait()
         pid = os.fork()
+        done.set()
+        if pid:
+            t.join()
         if pid == 0:
+            import signal
+            signal.alarm(10)  # a lock still held in the child would hang here
+            with ex.timer("heat_guard"):  # the child's copy: fresh locks, no deadlock
+                pass
             try:
                 raise ValueError("in the child")
             except ValueError:
