@@ -40,43 +40,154 @@ log = logging.getLogger("rl_exporter")
 
 DEFAULT_FALLBACK_LIMIT = 500      # distinct unknown keys exported under rl_unmapped_value
 DEFAULT_QUEUE_SIZE = 1024         # frames
+# At the end (close(), exit, crash, fatal signal) the endpoint is held until one more scrape
+# has read the final rl_run_state, for at most this long (RL_EXPORTER_FINAL_SCRAPE_GRACE or
+# final_scrape_grace=; 0 = off), and not at all when nothing ever scraped it. One scrape
+# interval (the chart's 15 s) catches the next scrape wherever the end falls in it; where two
+# scrapes were seen, the wait also ends two intervals after the last one began (the scraper
+# has let go of the target).
+DEFAULT_FINAL_SCRAPE_GRACE_S = 15.0
 _modules = sys.modules
 _LIVE: "weakref.WeakSet[Exporter]" = weakref.WeakSet()
 
 
 @atexit.register
 def _close_live_exporters() -> None:
-    for ex in list(_LIVE):
-        ex.close(timeout=2.0)
+    """Interpreter exit (and a fatal signal): every live exporter ends (finished, unless it
+    crashed), then all are held for their final scrape together, within one grace period."""
+    exs = list(_LIVE)
+    for ex in exs:
+        ex.end(timeout=2.0)
+    start = time.monotonic()
+    for ex in exs:
+        ex.release(start)
 
 
-# SIGTERM (Kubernetes, Slurm, torchrun stopping a job) ends Python without atexit: the
-# queued frames, the spool's tail and the last OTLP push would go. Where the process
-# has no SIGTERM handler of its own, ours closes the exporters (bounded, on a separate
-# thread so a lock held by the interrupted code cannot block it), then dies by SIGTERM
-# as it would have.
+# SIGTERM (Kubernetes, Slurm, torchrun stopping a job) and SIGHUP (the terminal went) end
+# Python without atexit: the queued frames, the spool's tail, the last OTLP push and the final
+# state would go. Where the process has no handler of its own for it, ours records the crash
+# (exception SIGTERM / SIGHUP), closes the exporters (bounded, on a separate thread so a lock
+# held by the interrupted code cannot block it; the final scrape's grace included), then dies
+# by the signal as it would have.
 SIGTERM_CLOSE_S = 3.0
-_sigterm_installed = False
+FATAL_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+_signals_installed: set = set()
 
 
-def _install_sigterm() -> None:
-    global _sigterm_installed
-    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+def _install_signals() -> None:
+    if threading.current_thread() is not threading.main_thread():
         return
-    try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-            _sigterm_installed = True
-    except (ValueError, OSError):  # not the main interpreter, or no signals here
-        pass
+    for sig in FATAL_SIGNALS:
+        if sig in _signals_installed:
+            continue
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                signal.signal(sig, _on_sigterm)
+                _signals_installed.add(sig)
+        except (ValueError, OSError):  # not the main interpreter, or no signals here
+            pass
 
 
 def _on_sigterm(signum, frame) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signum, signal.SIG_DFL)
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    grace = 0.0
+    for ex in list(_LIVE):
+        try:
+            ex.lifecycle.crashed(name, f"terminated by {name} ({signum})", final=True)
+            grace = max(grace, ex.final_scrape_grace)
+        except Exception:  # nothing may stop the process from dying as it would have
+            pass
     t = threading.Thread(target=_close_live_exporters, name="rl-exporter-sigterm", daemon=True)
     t.start()
-    t.join(SIGTERM_CLOSE_S)
-    os.kill(os.getpid(), signal.SIGTERM)
+    t.join(SIGTERM_CLOSE_S + grace)
+    os.kill(os.getpid(), signum)
+
+
+# An uncaught exception ends the run: the hook chains sys.excepthook (the main thread) and
+# threading.excepthook (any other), never replacing them: the previous hook runs after ours,
+# whatever ours met. The main thread's exception is final (the interpreter exits next; atexit
+# then closes and holds for the final scrape); another thread's is a crash until a later step
+# says the run goes on. Ours are put back when the last exporter closes, where nobody chained
+# after them. A fork child inherits them with no live exporter: they only pass on.
+_prev_hooks: dict = {}
+
+
+def _exc_name(exc_type) -> str:
+    mod = getattr(exc_type, "__module__", "") or ""
+    name = getattr(exc_type, "__qualname__", None) or getattr(exc_type, "__name__", "Exception")
+    return name if mod in ("builtins", "__main__", "") else f"{mod}.{name}"
+
+
+def _crash(exporters, exc_type, exc, final: bool, where: str = "") -> None:
+    """Record an uncaught exception as the exporters' crash (`where`: in which thread)."""
+    if exc_type is None or (isinstance(exc, SystemExit) and exc.code in (None, 0)):
+        return  # sys.exit(0) is a normal end
+    name = _exc_name(exc_type)
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose __str__ raises still crashed the run
+        text = ""
+    message = where + text if text else where.rstrip(": ")
+    for ex in exporters:
+        try:
+            ex.lifecycle.crashed(name, message, final=final)
+        except Exception:
+            pass
+
+
+def _crash_live(exc_type, exc, final: bool, where: str = "") -> None:
+    _crash(list(_LIVE), exc_type, exc, final, where)
+
+
+def _excepthook(exc_type, exc, tb) -> None:
+    try:
+        _crash_live(exc_type, exc, final=True)
+    except Exception:
+        pass
+    (_prev_hooks.get("sys") or sys.__excepthook__)(exc_type, exc, tb)
+
+
+def _thread_excepthook(args) -> None:
+    try:
+        thread = args.thread
+        if thread is None or not thread.name.startswith("rl-exporter"):  # ours never raise
+            name = getattr(thread, "name", "?")
+            _crash_live(args.exc_type, args.exc_value, final=False, where=f"in thread {name}: ")
+    except Exception:
+        pass
+    (_prev_hooks.get("threading") or threading.__excepthook__)(args)
+
+
+def _install_excepthooks() -> None:
+    if sys.excepthook is not _excepthook:
+        _prev_hooks["sys"] = sys.excepthook
+        sys.excepthook = _excepthook
+    if threading.excepthook is not _thread_excepthook:
+        _prev_hooks["threading"] = threading.excepthook
+        threading.excepthook = _thread_excepthook
+
+
+def _restore_excepthooks() -> None:
+    """Put the previous hooks back where ours are still the ones installed (one chained
+    after ours stays, and ours under it passes on)."""
+    if sys.excepthook is _excepthook and "sys" in _prev_hooks:
+        sys.excepthook = _prev_hooks.pop("sys")
+    if threading.excepthook is _thread_excepthook and "threading" in _prev_hooks:
+        threading.excepthook = _prev_hooks.pop("threading")
+
+
+def _env_grace() -> float:
+    v = os.environ.get("RL_EXPORTER_FINAL_SCRAPE_GRACE", "").strip()
+    try:
+        return max(0.0, float(v)) if v else DEFAULT_FINAL_SCRAPE_GRACE_S
+    except ValueError:
+        log.error("RL_EXPORTER_FINAL_SCRAPE_GRACE=%r is not a number of seconds; using %g",
+                  v, DEFAULT_FINAL_SCRAPE_GRACE_S)
+        return DEFAULT_FINAL_SCRAPE_GRACE_S
 
 
 # A fork copies the exporter but none of its threads (worker, HTTP server, samplers), and any
@@ -123,7 +234,8 @@ class Exporter(ServedRun):
                  registry: CollectorRegistry | None = None, catalog: Catalog = CATALOG,
                  poll_interval: float = 0.02,
                  gpu: bool | str = "auto", gpu_interval: float = 5.0, spool: str | None = None,
-                 expert_series: bool | None = None, handle_sigterm: bool = True):
+                 expert_series: bool | None = None, handle_sigterm: bool = True,
+                 final_scrape_grace: float | None = None):
         run = run or default_run()
         # Per-expert MoE series (label `expert`: layers x experts of them) are opt-in: they
         # alone can exceed a rank's whole series budget (`rl-exporter catalog --budget`).
@@ -163,6 +275,12 @@ class Exporter(ServedRun):
         self._closed_reason = "closed"  # or "forked": why log() drops frames once closed
         self.endpoint = None
         self.gpu_sampler = None
+        # seconds close() holds the endpoint for one more scrape of the final state (0: off)
+        self.final_scrape_grace = _env_grace() if final_scrape_grace is None else \
+            max(0.0, float(final_scrape_grace))
+        self.final_scrape = None  # what the last hold did: {"waited_s", "scraped"}
+        self._mark = None         # scrapes begun when the final state was set
+        self._released = False
 
         self.collector = StoreCollector(self.store, extra=pipeline.self_metrics)
         self.registry.register(self.collector)
@@ -176,7 +294,8 @@ class Exporter(ServedRun):
         if serve and port is not None:
             self._serve(addr, port)
         if handle_sigterm:
-            _install_sigterm()
+            _install_signals()
+        _install_excepthooks()
         # NVML sampler (gpu.py): on when NVML is present, else one log line says why.
         from .gpu import start_sampler
         self.gpu_sampler = start_sampler(self, gpu, gpu_interval)
@@ -218,6 +337,10 @@ class Exporter(ServedRun):
             self.endpoint.detach()  # the listening socket is the parent's
             self.endpoint = None
         self.gpu_sampler = None
+        self.final_scrape_grace = 0.0  # no endpoint of its own to hold for a final scrape
+        self.final_scrape = None
+        self._mark = None
+        self._released = False
         _LIVE.discard(self)
 
     # ================================================================ caller thread
@@ -262,16 +385,64 @@ class Exporter(ServedRun):
         self.pipeline.restore(frame, step, ts)
 
     def close(self, timeout: float = 5.0) -> None:
-        """Process what is queued (device copies included, within `timeout`), publish the
-        last timer window, flush OTLP, stop serving. Idempotent. Frames still queued when
-        the time is up are counted as dropped{reason="close_timeout"}."""
+        """The run finished (unless it crashed): process what is queued (device copies
+        included, within `timeout`), publish the last timer window, flush OTLP, then hold
+        /metrics until one more scrape has read the final state (final_scrape_grace at most,
+        not at all when nothing ever scraped it), stop serving. Idempotent. Frames still
+        queued when the time is up are counted as dropped{reason="close_timeout"}."""
+        if self._closed:
+            return
+        self.end(timeout)
+        self.release(time.monotonic())
+
+    def end(self, timeout: float = 5.0) -> None:
+        """close() up to the hold: the final state set, everything queued processed."""
         if self._closed:
             return
         try:
-            super().close(timeout)
+            self.lifecycle.finish(final=True)  # nothing if it crashed: the crash is the end
+        except Exception as e:
+            self.counts.error("close", e)
+        super().close(timeout)
+        self._mark = None
+        ep = self.endpoint
+        if ep is not None:
+            self._mark = ep.scrapes_begun  # a scrape begun after this renders the final state
+
+    def release(self, start: float) -> None:
+        """close() after end(): the hold for the final scrape (its grace counted from
+        `start`, time.monotonic()), then stop serving and let go of the crash hooks."""
+        if self._released:
+            return
+        self._released = True
+        ep = self.endpoint
+        try:
+            if ep is not None and self._mark is not None:
+                self._hold(ep, start)
+        except Exception as e:
+            self.counts.error("close", e)
         finally:
-            if self.endpoint is not None:
-                self.endpoint.stop()
+            if ep is not None:
+                ep.stop()
+            _LIVE.discard(self)
+            if not _LIVE:
+                _restore_excepthooks()
+
+    def _hold(self, ep, start: float) -> None:
+        grace = self.final_scrape_grace
+        if grace <= 0 or not ep.scraped.is_set():
+            return  # off, or nobody scrapes this endpoint: no wait at all
+        deadline = start + grace
+        every, age = ep.scrape_interval(), ep.last_scrape_age()
+        if every is not None and age is not None:  # the scraper's own pace, where seen
+            # two intervals and a second of jitter: a busy scraper (or host) is late, not gone
+            deadline = min(deadline, time.monotonic() - age + 2 * every + 1.0)
+        t0 = time.monotonic()
+        got = ep.wait_for_scrape(self._mark, deadline)
+        self.final_scrape = {"waited_s": round(time.monotonic() - t0, 3), "scraped": got}
+        if not got:
+            log.info("rl-exporter: run %s ended (%s) with no scrape of its final state within "
+                     "%.1f s", self.run, self.lifecycle.state, time.monotonic() - t0)
 
     def _shutdown(self, timeout: float, deadline: float) -> None:
         if self.gpu_sampler is not None:
@@ -281,7 +452,9 @@ class Exporter(ServedRun):
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:  # the block raised: the run crashed (sys.exit(0) aside)
+            _crash((self,), exc_type, exc, final=True)
         self.close()
         return False
 

@@ -69,6 +69,7 @@ class LivePhases:
         start_sid = self._sids(phase)[0]
         if start_sid is not None:
             self.exporter.store.values[start_sid] = oldest
+        self.exporter.lifecycle.phase_opened(phase, mine)  # a pause phase: the run is paused
         spans = self.exporter.spans
         if spans is not None:  # opt-in traces: a span per phase occurrence (exporter/spans.py)
             spans.opened(phase, mine)
@@ -90,6 +91,7 @@ class LivePhases:
             recent.append(dur)
             median = _median(recent)
             oldest = starts[0][1] if starts else math.nan
+        self.exporter.lifecycle.phase_closed(phase, self._wall())
         spans = self.exporter.spans
         if spans is not None:
             spans.closed(phase)

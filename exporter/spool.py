@@ -12,6 +12,14 @@ One frame per line:
   any other string value is kept as a string (state-valued keys);
 - `step` (int, float or null), `ts` (Unix seconds), `run`, `framework` are optional;
   `framework` is the vocabulary the keys belong to (default auto);
+- a lifecycle event (exporter/core/lifecycle.py) is a record of its own, without `data`, so a
+  reader that does not know `event` skips it:
+
+    {"spool": 1, "ts": 1724312399.5, "run": "grpo-7b", "event": "finished", "step": 500}
+    {"spool": 1, "ts": ..., "run": ..., "event": "crashed", "step": 12,
+     "exception": "torch.OutOfMemoryError", "message": "CUDA out of memory. Tried to ..."}
+
+  `event` is finished, crashed, paused or resumed; `decode_event(line)` reads one back;
 - `rl-exporter serve --spool-out PATH` adds `src` (the file the frame came from), `off`
   (byte offset in it after the frame's record, when that is a resume point), `gen` (the
   file's generation: bumped at every truncation or new file at the path) and `ino` (its
@@ -36,6 +44,7 @@ import logging
 import math
 import os
 import re
+import threading
 
 log = logging.getLogger("rl_exporter")
 
@@ -56,6 +65,44 @@ def encode(frame_step, data: dict, **extra) -> str:
     rec["step"] = frame_step
     rec["data"] = {k: encode_value(v) for k, v in data.items()}
     return json.dumps(rec, separators=(",", ":"), allow_nan=False)
+
+
+EVENTS = ("finished", "crashed", "paused", "resumed")
+
+
+def encode_event(rec: dict, **extra) -> str:
+    """A lifecycle event record (`rec`: event, step, and exception/message for a crash)."""
+    out = {"spool": VERSION}
+    out.update(extra)
+    out["event"] = rec["event"]
+    step = rec.get("step")
+    if step.__class__ is float and step.is_integer():
+        step = int(step)  # the worker keeps steps as floats; 12.0 is step 12
+    out["step"] = step
+    for k in ("exception", "message"):
+        if rec.get(k):
+            out[k] = str(rec[k])
+    return json.dumps(out, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def event_record(obj) -> dict | None:
+    """A decoded JSON object as a lifecycle event record, or None if it is not one."""
+    if not isinstance(obj, dict) or obj.get("spool") != VERSION or "data" in obj or \
+            obj.get("event") not in EVENTS:
+        return None
+    return obj
+
+
+def decode_event(line) -> dict | None:
+    """One spool line as a lifecycle event record, or None for anything else."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", "replace")
+    if '"event"' not in line or not line.lstrip().startswith("{"):
+        return None
+    try:
+        return event_record(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
 
 
 def decode_data(data: dict) -> dict | None:
@@ -176,6 +223,7 @@ class SpoolWriter:
         self.path, self.run, self.framework, self.counts = path, run, framework, counts
         self.lines = 0
         self._file = SpoolFile(path)  # OSError: caller counts
+        self._lock = threading.Lock()  # the worker's frames, and a pause's events from its thread
 
     @classmethod
     def open(cls, path: str, run: str, framework: str, counts):
@@ -196,16 +244,34 @@ class SpoolWriter:
                 if num is not None:
                     data[str(k)] = num
         try:
-            err = self._file.append(encode(step, data, ts=round(ts, 3), run=self.run,
-                                           framework=self.framework))
+            line = encode(step, data, ts=round(ts, 3), run=self.run, framework=self.framework)
         except ValueError as e:  # not encodable
-            err = e
+            self._failed(e)
+            return
+        self._append(line)
+
+    def event(self, rec: dict) -> None:
+        """A lifecycle event record (exporter/core/lifecycle.py)."""
+        try:
+            line = encode_event(rec, ts=round(float(rec["ts"]), 3), run=self.run,
+                                framework=self.framework)
+        except (ValueError, TypeError, KeyError) as e:
+            self._failed(e)
+            return
+        self._append(line)
+
+    def _append(self, line: str) -> None:
+        with self._lock:
+            err = self._file.append(line)
         if err is None:
             self.lines += 1
         else:
-            self.counts.error("spool", err, f"writing the spool {self.path} failed ({err}); "
-                              "each unwritten line is counted in rl_exporter_errors_total"
-                              "{kind=\"spool\"}")
+            self._failed(err)
+
+    def _failed(self, err) -> None:
+        self.counts.error("spool", err, f"writing the spool {self.path} failed ({err}); "
+                          "each unwritten line is counted in rl_exporter_errors_total"
+                          "{kind=\"spool\"}")
 
     def close(self) -> None:
         err = self._file.close()

@@ -7,6 +7,8 @@ captures once per hang:
   exporter/core/thresholds.py) -- once per occurrence of that phase;
 - no step for longer than the stall threshold (RLRunStalled) -- once per last step
   (before the first step: the stall floor since the exporter started).
+Neither counts time in a declared pause (exporter/core/lifecycle.py), and a run that finished
+or crashed is not watched.
 A capture is logged (a warning with the dump), appended to `<spool>.stacks` beside the spool
 when one is on, and kept for `GET /debug/stacks`, which also answers on demand with the
 stacks of now (taken at most once a second, however many ask). Stacks are the owner's
@@ -209,8 +211,12 @@ class HangWatch:
         now = time.time() if now is None else now
         th = self.thresholds
         found = []
+        lc = ex.lifecycle
+        if lc.ended or lc.paused:  # over, or a declared pause: no phase or step is late
+            return []
         for phase, open_s, median, start in ex.open_phases():
             limit = th.phase_limit(median)
+            open_s -= lc.paused_between(now - open_s, now)  # a pause it was held open by
             if open_s > limit:
                 found.append((("phase", phase, start), {
                     "reason": "phase_hung", "phase": phase, "open_seconds": round(open_s, 3),
@@ -221,7 +227,7 @@ class HangWatch:
         since = ts if ts is not None and ts == ts else self.started
         limit = th.stall_limit(expected if ts is not None else None)
         # a step stamped before this watch began was replayed or restored, not lived
-        if since >= self.started and now - since > limit:
+        if since >= self.started and lc.active_seconds(since, now) > limit:
             found.append((("stall", since), {
                 "reason": "no_step", "seconds_since_last_step": round(now - since, 3),
                 "threshold_seconds": round(limit, 3), "last_step": ex.store.get("rl_training_step"),

@@ -1,18 +1,30 @@
 """GET /status: one JSON object saying where a run is, for people, scripts and agents
 (the fields are a stable contract, docs/status.md). Built from what a served run (core/run.py:
-the hook's Exporter, or one of serve's runs) already holds: the step and its timestamp
-(store), the step clock's median interval (goodput), the open phases (phases.LivePhases),
-rl_config_value for the total, the goodput ledger, the hang watch's last capture."""
+the hook's Exporter, or one of serve's runs) already holds: the lifecycle (rl_run_state, the
+crash), the step and its timestamp (store), the step clock's median interval (goodput), the
+open phases (phases.LivePhases), rl_config_value for the total, the goodput ledger, the hang
+watch's last capture.
+
+`state` reads, first match wins: finished or crashed (the lifecycle's end), paused (a pause
+phase is open), starting (no step yet), hung (an open phase is past its hang threshold),
+stalled (no step past the stall threshold: RLRunStalled), late (no step for many expected step
+times, short of the stall threshold), restarting (redoing steps after a restart), running. No
+time in a declared pause counts towards hung, stalled or late. EXIT_CODES are what
+`rl-exporter status` exits with."""
 from __future__ import annotations
 
 import json
 import math
 import time
 
+from .core.lifecycle import TOTAL_PARAMETERS  # noqa: F401 (serve's hang watch reads it here)
 from .core.thresholds import DEFAULT
 
 SCHEMA = "rl-exporter/status/v1"
-TOTAL_PARAMETERS = ("total_training_steps", "total_steps", "max_steps")
+# `rl-exporter status` exits with the worst state's code (docs/status.md); 2 is a usage error
+EXIT_CODES = {"starting": 0, "running": 0, "paused": 0, "restarting": 0, "finished": 0,
+              "late": 3, "stalled": 4, "hung": 5, "crashed": 6}
+EXIT_UNREACHABLE = 7
 
 
 def _num(v):
@@ -25,34 +37,41 @@ def build(ex, now: float | None = None) -> dict:
     store = ex.store
     step = _num(store.get("rl_training_step"))
     ts = _num(store.get("rl_training_step_timestamp_seconds"))
-    total = None
-    for p in TOTAL_PARAMETERS:
-        total = _num(store.get("rl_config_value", {"parameter": p}))
-        if total is not None:
-            break
+    total = ex.lifecycle.total()
     gp = ex.goodput
     expected = gp.expected_step_seconds()
     if expected is None:  # no two steps seen yet: the framework's own step time, if any
         expected = _num(store.get("rl_step_duration_seconds"))
     watch = ex.hang_watch  # the hook's; serve's where it takes py-spy dumps
     th = watch.thresholds if watch is not None else DEFAULT
+    lc = ex.lifecycle
+    life = lc.snapshot()
+    held = life["state"] in ("paused", "finished", "crashed")  # no phase or step is late then
     phases = []
     for phase, open_s, median, _start in ex.open_phases():
         limit = th.phase_limit(median) if th is not None else None
+        active = open_s - lc.paused_between(now - open_s, now)  # a pause held it open
         phases.append({"phase": phase, "open_seconds": round(open_s, 3),
                        "recent_median_seconds": median,
-                       "hung": limit is not None and open_s > limit})
+                       "hung": not held and limit is not None and active > limit})
     since = round(now - ts, 3) if ts is not None else None
+    active = lc.active_seconds(ts, now) if ts is not None else None
     stall_limit = th.stall_limit(expected) if th is not None and ts is not None else None
-    stalled = since is not None and stall_limit is not None and since > stall_limit
-    if ts is None:
+    late_limit = th.late_limit(expected) if th is not None and ts is not None else None
+    stalled = not held and active is not None and stall_limit is not None and active > stall_limit
+    late = not held and active is not None and late_limit is not None and active > late_limit
+    if life["state"] in ("finished", "crashed", "paused"):
+        state = life["state"]
+    elif ts is None:
         state = "starting"
     elif any(p["hung"] for p in phases):
         state = "hung"
     elif stalled:
         state = "stalled"
-    elif total is not None and step is not None and step >= total:
-        state = "finished"
+    elif late:
+        state = "late"
+    elif life["state"] == "restarting":
+        state = "restarting"
     else:
         state = "running"
     eta = None
@@ -61,11 +80,14 @@ def build(ex, now: float | None = None) -> dict:
     last = watch.last() if watch is not None else None
     return {
         "schema": SCHEMA, "run": ex.run, "framework": ex.framework, "rank": ex.rank,
-        "state": state, "step": step, "total_steps": total,
+        "state": state, "lifecycle": life["state"],
+        "state_since": round(life["since"], 3) if life["since"] is not None else None,
+        "crash": life["crash"], "step": step, "total_steps": total,
         "progress": round(step / total, 4) if total and step is not None else None,
         "last_step_timestamp": ts, "seconds_since_last_step": since,
         "expected_step_seconds": round(expected, 3) if expected is not None else None,
         "stall_threshold_seconds": round(stall_limit, 3) if stall_limit is not None else None,
+        "late_threshold_seconds": round(late_limit, 3) if late_limit is not None else None,
         "open_phases": phases,
         "goodput": gp.snapshot(given),  # (monotonic when live)
         "eta_seconds": eta,

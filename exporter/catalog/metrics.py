@@ -60,6 +60,26 @@ METRICS: list[Metric] = [
       "training. Absent until the first such seam. Relative alerts wait until their windows begin "
       "after it.", agg=MAX, group="run"),
     g("rl_epoch", "{epoch}", "Training epoch (may be fractional in HF/TRL).", agg=MAX, group="run"),
+    # the run's lifecycle (exporter/core/lifecycle.py): the hook's close(), exit, uncaught
+    # exception or fatal signal; in `serve`, the framework's end-of-training line or a crash at
+    # the end of the log (exporter/logs/ending.py); a pause phase; a restart's redone steps
+    s("rl_run_state",
+      "Where the run is in its life, one state 1 and the others 0: starting (no step yet), "
+      "running, paused (a pause phase is open: pause, heat_guard, thermal_pause), finished "
+      "(close() or a normal exit of the trainer; in `serve` the framework's own end-of-training "
+      "line, or the last step reaching total_training_steps), crashed (an uncaught exception, a "
+      "fatal signal, or a traceback / CUDA out of memory / NCCL error / Killed at the end of the "
+      "log; rl_run_crash_info says which), restarting (a new segment redoing steps the run had "
+      "reached before). The hook holds its endpoint at exit until a scrape has read the final "
+      "state; `serve` keeps serving it.",
+      ("starting", "running", "paused", "finished", "crashed", "restarting"), group="run"),
+    g("rl_run_state_change_timestamp_seconds", "s",
+      "Unix time at which the current rl_run_state began.", agg=MAX, group="run"),
+    Metric("rl_run_crash_info", INFO, "1",
+           "1 while rl_run_state is crashed: `exception` the type (torch.OutOfMemoryError, "
+           "NCCLError, SIGKILL, SIGTERM, ...), `message` its first line, both cut to the label "
+           "limit. At most one series per run: a later crash replaces it.",
+           ("exception", "message"), LAST, group="run"),
     # ---------------------------------------------------------------- validation
     g("rl_validation_score", "1",
       "Held-out score per data source: veRL val-core/val-aux `{data_source}/{var}/{estimator}@{n}` "
@@ -531,7 +551,8 @@ METRICS.append(
            "time; startup (before the first step), checkpoint, validation, weight_sync, "
            "rollout_wait (waiting for samples, and the slowest sample's tail where reported), "
            "logprob_recompute (old/ref log-probs), stalled (no step past the stall threshold) "
-           "and restart (steps redone after a resume) are badput. Accounted each time the step "
+           "and restart (steps redone after a resume) are badput; paused (a declared pause phase: "
+           "pause, heat_guard, thermal_pause) is neither productive nor stalled. Accounted each time the step "
            "advances, from the step clock and the phase durations of that step "
            "(docs/goodput.md has the phase -> bucket table per framework).",
            ("bucket",), SUM, group="run"))

@@ -42,6 +42,10 @@ def add_arguments(p):
                    help="seconds between state-file writes (default 1)")
     p.add_argument("--idle-flush", type=float, default=0.5,
                    help="seconds an open multi-line record may wait for its continuation (default 0.5)")
+    p.add_argument("--crash-quiet", type=float, default=60.0,
+                   help="seconds a log ending in a bare traceback must stay quiet before the "
+                        "run reads as crashed (a marker, a kill or a job error: at once; "
+                        "default 60)")
     p.add_argument("--max-line-bytes", type=int, default=1 << 20,  # logs.read.MAX_LINE_BYTES
                    help="longer lines are skipped and counted (default 1 MiB, the cap doctor "
                         "and backfill apply too)")
@@ -135,6 +139,7 @@ def run(args) -> int:
                      max_line_bytes=args.max_line_bytes, spool_out=args.spool_out,
                      ingest=ingest, exporter_kwargs=kw, gpu=args.gpu,
                      gpu_interval=args.gpu_interval, bind_retry_s=args.bind_wait,
+                     crash_quiet=args.crash_quiet,
                      stack_dumps=None if args.no_stack_dumps else {"pid": args.pid,
                                                                    "py_spy": args.py_spy})
     except OSError as e:

@@ -8,8 +8,11 @@ import urllib.error
 import urllib.request
 
 from ..promql import human_duration
+from ..status import EXIT_CODES, EXIT_UNREACHABLE
 
-HELP = "print where a live run is (GET /status of an exporter or sidecar): step, ETA, open phases, goodput"
+HELP = ("print where a live run is (GET /status of an exporter or sidecar): state, step, ETA, "
+        "open phases, goodput; the exit code says the state (0 running or finished, 3 late, "
+        "4 stalled, 5 hung, 6 crashed, 7 unreachable)")
 
 
 def add_arguments(p):
@@ -32,10 +35,28 @@ def status_url(url: str, run: str | None = None) -> str:
 
 
 
+def exit_code(st: dict) -> int:
+    """The exit code of one status object or a sidecar's {"runs": [...]}: the worst run's."""
+    runs = st.get("runs", [st]) if isinstance(st, dict) else []
+    codes = [EXIT_CODES.get(r.get("state"), 0) for r in runs if isinstance(r, dict)]
+    return max(codes, default=0)
+
+
 def render(st: dict) -> str:
     step = "-" if st.get("step") is None else f"{st['step']:g}"
     total = st.get("total_steps")
-    out = [f"run {st['run']} ({st.get('framework')}): {st['state'].upper()}",
+    state = st["state"].upper()
+    since = st.get("state_since")
+    if since is not None and st["state"] in ("finished", "crashed", "paused", "restarting"):
+        state += f" for {human_duration(max(0.0, (st.get('time') or since) - since))}"
+    crash = st.get("crash")
+    if crash:
+        state += f": {crash.get('exception')}" + (f": {crash['message']}" if crash.get("message")
+                                                   else "")
+    if st["state"] == "late" and st.get("late_threshold_seconds") is not None:
+        state += (f" (no step for more than {human_duration(st['late_threshold_seconds'])}; "
+                  f"stalled after {human_duration(st.get('stall_threshold_seconds'))})")
+    out = [f"run {st['run']} ({st.get('framework')}): {state}",
            f"  step {step}" + (f" of {total:g} ({st['progress']:.1%})" if total else "")
            + f", last step {human_duration(st.get('seconds_since_last_step'))} ago, expected step "
              f"{human_duration(st.get('expected_step_seconds'))}, ETA {human_duration(st.get('eta_seconds'))}"]
@@ -68,15 +89,18 @@ def run(args) -> int:
             body = r.read().decode("utf-8")
     except (urllib.error.URLError, OSError, ValueError) as e:
         print(f"rl-exporter status: cannot read {url}: {e}", file=sys.stderr)
-        return 1
+        return EXIT_UNREACHABLE
     try:
         st = json.loads(body)
     except ValueError as e:
         print(f"rl-exporter status: {url} did not answer JSON: {e}", file=sys.stderr)
-        return 1
+        return EXIT_UNREACHABLE
+    if not isinstance(st, dict) or not isinstance(st.get("runs", [st]), list):
+        print(f"rl-exporter status: {url} did not answer a status object", file=sys.stderr)
+        return EXIT_UNREACHABLE
     if args.json:
         print(json.dumps(st, indent=2))
-        return 0
+        return exit_code(st)
     for one in st.get("runs", [st]):
         print(render(one))
-    return 0
+    return exit_code(st)

@@ -145,6 +145,29 @@ class _QuietHandler(WSGIRequestHandler):
             self.close_connection = True
 
 
+class _Served:
+    """A WSGI body that says when it was sent: the server calls close() after the last byte."""
+
+    __slots__ = ("_body", "_done", "_n")
+
+    def __init__(self, body, done, n):
+        self._body, self._done, self._n = body, done, n
+
+    def __iter__(self):
+        return iter(self._body)
+
+    def __len__(self):  # a one-block body gets its Content-Length (TypeError otherwise)
+        return len(self._body)
+
+    def close(self):
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._done(self._n)
+
+
 class Endpoint:
     def __init__(self, registry, addr: str = DEFAULT_ADDR, port: int = DEFAULT_PORT,
                  health=None, *, read_timeout_s: float = 10.0, request_timeout_s: float = 10.0,
@@ -160,6 +183,11 @@ class Endpoint:
         self._conns_lock = threading.Lock()
         self.stats = {"refused": 0, "timed_out": 0, "evicted": 0}
         self.scraped = threading.Event()  # set by the first GET/HEAD of /metrics
+        # scrapes of /metrics: begun, served to the end, and when the last two began
+        # (monotonic), so an exporter that ends can hold on until one more has read it
+        self.scrapes_begun = self.scrapes_done = 0
+        self._scrape_times: list[float] = []
+        self._scrape_cond = threading.Condition()
         self._said: set = set()
         self.health = health or (lambda: {"status": "ok"})
         self.routes: dict[str, object] = {}  # path -> wsgi app for POST
@@ -239,6 +267,7 @@ class Endpoint:
             return [b"read-only endpoint\n"]
         if path == "/metrics":
             self.scraped.set()
+            n = self._scrape_begins()
             # what prometheus_client's app (which looks for the name only) should see
             gz = accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING"))
             environ = dict(environ, HTTP_ACCEPT_ENCODING="gzip" if gz else "identity")
@@ -247,8 +276,9 @@ class Endpoint:
                 close = getattr(body, "close", None)
                 if close is not None:
                     close()
+                self._scrape_done(n)
                 return []
-            return self._metrics_app(environ, start_response)
+            return _Served(self._metrics_app(environ, start_response), self._scrape_done, n)
         if path in ("/healthz", "/health"):
             try:
                 body = self.health()
@@ -263,6 +293,38 @@ class Endpoint:
             return [b"rl-exporter: see /metrics and /healthz\n"]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found\n"]
+
+    # ------------------------------------------------------------ scrapes
+    def _scrape_begins(self) -> int:
+        with self._scrape_cond:
+            self.scrapes_begun += 1
+            self._scrape_times = (self._scrape_times + [time.monotonic()])[-2:]
+            return self.scrapes_begun
+
+    def _scrape_done(self, n: int) -> None:
+        with self._scrape_cond:
+            self.scrapes_done = max(self.scrapes_done, n)
+            self._scrape_cond.notify_all()
+
+    def scrape_interval(self) -> float | None:
+        """Seconds between the last two scrapes' starts, once there were two."""
+        t = self._scrape_times
+        return t[1] - t[0] if len(t) == 2 else None
+
+    def wait_for_scrape(self, after: int, deadline: float) -> bool:
+        """Wait until a scrape that began after the first `after` scrapes has been served to
+        its end, or time.monotonic() reaches deadline; True when one was."""
+        with self._scrape_cond:
+            while self.scrapes_done <= after:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._scrape_cond.wait(left)
+            return True
+
+    def last_scrape_age(self) -> float | None:
+        t = self._scrape_times
+        return time.monotonic() - t[-1] if t else None
 
     def start(self) -> None:
         """Bind and serve in a daemon thread. Raises OSError if the port is taken (by a

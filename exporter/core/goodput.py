@@ -13,6 +13,11 @@ the wall time since the previous step (its interval) is split:
   is often published just after its step's frame);
 - rollout_wait also gets the long tail of generation where the framework reports the
   slowest sample beside the mean (veRL agent loop: max - mean of generate_sequences);
+- paused: time in a declared pause (a phase named as the alert rules' pause_phases:
+  pause, heat_guard, thermal_pause): neither productive nor stalled. Where the pause was seen
+  live (the hook's timers and the integrations' phase tracking, exporter/core/lifecycle.py),
+  its wall-clock overlap with the interval is taken, whenever its timer window is published;
+  otherwise (serve: a log shows a pause once it ended) the pause phase's reported duration;
 - stalled: what is left of the interval beyond the run's expected step time, when what is
   left exceeds the stall threshold (exporter/core/thresholds.py, the RLRunStalled condition);
 - step: the rest (productive).
@@ -35,17 +40,20 @@ import threading
 import time
 from collections import deque
 
-from .thresholds import DEFAULT, HangThresholds
+from .thresholds import DEFAULT, PAUSE_PHASES, HangThresholds
 
 METRIC = "rl_goodput_seconds_total"
 PRODUCTIVE = "step"
+PAUSED = "paused"
 BUCKETS = (PRODUCTIVE, "startup", "checkpoint", "validation", "weight_sync", "rollout_wait",
-           "logprob_recompute", "stalled", "restart")
+           "logprob_recompute", "stalled", "restart", PAUSED)
 
 # The one phase -> bucket table (first match wins; matched on the sanitized `phase` label,
 # case-insensitively). Phases no row matches are productive step time. The phase names
 # each framework produces, and the bucket they feed, are listed in docs/goodput.md.
 PHASE_BUCKETS: tuple[tuple[str, str], ...] = (
+    # a declared pause of the whole run (thresholds.PAUSE_PHASES, the rules' pause_phases)
+    (PAUSED, rf"^(?:{PAUSE_PHASES})$"),
     # veRL save_checkpoint, AReaL save / checkpoint_for_recover, generic checkpoint
     ("checkpoint", r"save|checkpoint|ckpt"),
     # veRL testing, AReaL eval, slime/Miles eval_rollout, TRL/HF eval, generic validation
@@ -121,6 +129,7 @@ class Goodput:
         self.last_ts = None
         self.last_mono = None  # time.monotonic() of the last step, when it was stamped so
         self.spans = None  # exporter/spans.Spans when traces are on: a span per step
+        self.lifecycle = None  # core/lifecycle.Lifecycle: the pauses seen live
         # a bucket's series appears with its first seconds (and step's with the first
         # interval): a run pays only for the buckets it has (the series budget)
 
@@ -214,20 +223,30 @@ class Goodput:
 
     def on_step(self, step, ts: float, step_dur: float | None = None,
                 mono: float | None = None) -> None:
+        lc = self.lifecycle
+        live = lc is not None and lc.pauses_seen
         with self._lock:
             if step == self.last_step:
                 return
             add = dict.fromkeys(BUCKETS, 0.0)
             pool, self._pool = self._pool, {}
+            t0 = self.start if self.last_ts is None else self.last_ts
+            paused = 0.0
+            if live:  # the pauses' own wall-clock time, not their timer windows
+                pool.pop(PAUSED, None)
+                paused = min(max(0.0, ts - t0), lc.paused_between(t0, ts))
             if self.last_ts is None:
                 first = self._since(ts, mono, self.start, self.start_mono)
-                add[PRODUCTIVE] = min(first, step_dur or 0.0)  # the first step's own time
-                add["startup"] = first - add[PRODUCTIVE]
+                add[PAUSED] = paused
+                add[PRODUCTIVE] = min(first - paused, step_dur or 0.0)  # the first step's own time
+                add["startup"] = first - paused - add[PRODUCTIVE]
             else:
                 dt = self._since(ts, mono, self.last_ts, self.last_mono)
                 if self.max_step is not None and step <= self.max_step:
                     add["restart"] = dt  # redone: its phases were redone too
                 else:
+                    add[PAUSED] = paused
+                    dt -= paused  # the interval's time outside a declared pause
                     bad = sum(pool.values())
                     # phases that add up to more than the interval overlap; a step that
                     # reports itself longer than its interval (a replay, the demo) is scaled
@@ -291,12 +310,19 @@ class Goodput:
             now = self._wall() if now is None else now
             open_s = max(0.0, now - (last if last is not None else self.start))
         limit = self.thresholds.stall_limit(expected) if last is not None else None
+        active = open_s
+        lc = self.lifecycle
+        if lc is not None and limit is not None:  # a declared pause is never stalled time
+            # open_s is monotonic where it can be; the pauses are stamped in wall time
+            wall_now = self._wall() if now is None else now
+            active = 0.0 if lc.paused or lc.ended else \
+                max(0.0, open_s - lc.paused_between(last, wall_now))
         return {"buckets": {b: round(s, 3) for b, s in totals.items()},
                 "accounted_seconds": round(wall, 3),
                 "ratio": round(totals[PRODUCTIVE] / wall, 4) if wall > 0 else None,
                 "unaccounted_seconds": round(open_s, 3),
-                "stalled_now_seconds": round(max(0.0, open_s - (expected or 0.0)), 3)
-                if limit is not None and open_s > limit else 0.0}
+                "stalled_now_seconds": round(max(0.0, active - (expected or 0.0)), 3)
+                if limit is not None and active > limit else 0.0}
 
 
 def _median(values):

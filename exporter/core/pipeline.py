@@ -15,6 +15,7 @@ import time
 from .._version import __version__
 from ..catalog import CATALOG, Catalog
 from .goodput import Goodput
+from .lifecycle import Lifecycle
 from .self_metrics import Counts
 from .store import Store
 from .worker import Item, Worker, fresh
@@ -62,6 +63,12 @@ class Pipeline:
         # where the run's wall time goes (rl_goodput_seconds_total), fed by the worker per
         # frame: the hook, the sidecar and backfill account the same frames the same way
         self.goodput = self.worker.goodput = Goodput(self.store)
+        # where the run is in its life (rl_run_state), moved by the worker's steps, the pause
+        # phases, the hook's end and serve's log endings (exporter/core/lifecycle.py); the
+        # transitions it makes itself go to the spool as event records
+        self.lifecycle = self.worker.lifecycle = self.goodput.lifecycle = Lifecycle(self.store)
+        if spool is not None:
+            self.lifecycle.emit = spool.event
         self.framework = framework
         self.rank = (info or {}).get("rank") or None
 
@@ -158,6 +165,8 @@ class Pipeline:
                               f"{timeout:g} s; counted as dropped{{reason=\"close_timeout\"}}"
                               + ("; the worker is still on a frame and counts the rest of its "
                                  "batch when it stops" if busy else ""))
+        # the process's end (the hook's close, exit, crash) after the frames before it
+        self.lifecycle.flush_events()
         if self.spool is not None:
             self.spool.close()
 
@@ -182,7 +191,8 @@ class Pipeline:
 
     def self_metrics(self):
         """The rl_exporter_* series as (store, metric, labels, value)."""
-        return self.counts.series(self.store, len(self.queue), self.worker.last_frame_ts)
+        yield from self.counts.series(self.store, len(self.queue), self.worker.last_frame_ts)
+        yield from self.lifecycle.series(self.store)
 
     def stats(self) -> dict:
         out = self.counts.snapshot()

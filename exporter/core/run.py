@@ -7,7 +7,9 @@ GET /debug/stacks (exporter/stacks.py, exporter/sidecar/pyspy.py) take a ServedR
 what it declares, so what the hook serves cannot silently miss the sidecar.
 
 What a ServedRun holds:
-- the pipeline's own: `store`, `counts` (the one loss registry), `goodput`;
+- the pipeline's own: `store`, `counts` (the one loss registry), `goodput`, `lifecycle`
+  (rl_run_state: exporter/core/lifecycle.py; its owner ends it: the hook at the process's end,
+  serve at a log's end);
 - given by its owner: `telemetry` (the OTLP mirror, core/otel.py), `spans` (opt-in traces,
   exporter/spans.py), `hang_watch` (exporter/stacks.py; set once the owner watches the run):
   None where off;
@@ -47,6 +49,7 @@ class ServedRun:
         self.catalog = pipeline.store.catalog
         self.counts = pipeline.counts
         self.goodput = pipeline.goodput   # rl_goodput_seconds_total, fed by the worker
+        self.lifecycle = pipeline.lifecycle  # rl_run_state (core/lifecycle.py)
         self.telemetry = telemetry        # core/otel.Telemetry, or None
         self.spans = spans                # spans.Spans (a span per step and phase), or None
         if spans is not None:
@@ -172,7 +175,8 @@ class ServedRun:
         closed, without touching any of them."""
         self.pipeline.retire_after_fork()
         self._lock = threading.RLock()
-        fresh_locks(self.store)
+        for owned in (self.store, self.lifecycle, self.goodput):
+            fresh_locks(owned)
         for c in (self._live_phases, self._timers, self._resolver, self._distributions):
             if c is not None:
                 fresh_locks(c)

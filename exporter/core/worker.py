@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..catalog import COUNTER, STATE
 from ..catalog.model import WMEAN
+from .lifecycle import EVENT, event_of
 from .segments import Segmenter, kind
 from .coerce import Coercer
 from .self_metrics import Counts
@@ -155,6 +156,7 @@ class Worker:
         self.busy = False
         self.starts = 0      # start-up banners read before the frames processed so far
         self.goodput = None  # exporter/goodput.Goodput, fed after each frame
+        self.lifecycle = None  # exporter/core/lifecycle.Lifecycle, moved by the steps
         self._budget = float(NEW_KEY_BURST)
         self._budget_t = time.monotonic()
         self._stop = threading.Event()
@@ -221,6 +223,15 @@ class Worker:
         goodput ledger's intervals are measured with."""
         if starts:
             self.starts += starts
+        if EVENT in frame:  # a lifecycle event read from a log or a spool (core/lifecycle.py)
+            ev = event_of(frame)
+            if ev is not None and self.lifecycle is not None:
+                if not self.lifecycle.apply_event(ev[0], step, ts, ev[1], ev[2]):
+                    self.counts.reject("unknown_event", f"lifecycle event {ev[0]!r} is not one "
+                                       "of finished, crashed, paused, resumed; ignored")
+                if not restored:
+                    self.counts.processed += 1
+                return
         if self.weights:
             zero = [keys for wk, keys in self.weights.items() if _is_zero(frame.get(wk))]
             if zero:
@@ -313,18 +324,25 @@ class Worker:
                                    f"{self.last_step:g}; the frame is exported, the step is not")
                 step, bad = None, True
         seg = self.segmenter
+        new = False
         if seg is not None and frame is not None and seg.see(step, self.starts, kind(frame)):
+            new = True
             self.store.set(SEGMENT_START, ts)
             log.info("rl-exporter: run %s: a new segment begins (%s)", self.store.run,
                      seg.current.why)
         if bad:
             return
-        if step is None:
+        counted = step is None
+        if counted:
             step = 0 if self.last_step is None else self.last_step + 1  # count frames
         if step != self.last_step:
             self.last_step = step
             self.store.set("rl_training_step", step)
             self.store.set("rl_training_step_timestamp_seconds", ts)
+            if self.lifecycle is not None:
+                self.lifecycle.on_step(step, ts, counted, new)
+        elif new and self.lifecycle is not None:
+            self.lifecycle.on_step(step, ts, counted, new)
         if seg is not None:
             seg.current.account(step)
 

@@ -1,10 +1,15 @@
 """Reading rl-exporter's own JSONL spool back (`rl-exporter parse`, `serve --source
-spool:PATH`): the format and its writer are in exporter/spool.py; this is the parser."""
+spool:PATH`, doctor and backfill): the format and its writer are in exporter/spool.py; this is
+the parser. A lifecycle event record (finished, crashed, paused, resumed) becomes an event
+frame (exporter/core/lifecycle.py `event_frame`), which the worker turns into the state the
+live path set."""
 from __future__ import annotations
 
+import json
 import re
 
-from ..spool import VERSION, decode_data, encode, encode_value  # noqa: F401 (re-exported)
+from ..core.lifecycle import event_frame
+from ..spool import VERSION, decode_data, encode, encode_value, event_record  # noqa: F401
 from .base import Frame, Parser, Rule, step_of
 
 FORMAT = "spool"
@@ -26,6 +31,10 @@ class SpoolParser(Parser):
                   '{"spool":1,"ts":1724312345.1,"run":"grpo","step":12,"data":{"loss":0.5}}'),)
 
     def feed(self, line: str) -> list[Frame]:
+        if '"event"' in line and '"data"' not in line:
+            ev = self._event(line)
+            if ev is not None:
+                return ev
         obj = self.json_record(line)
         if obj is None:
             return []
@@ -40,3 +49,17 @@ class SpoolParser(Parser):
         if isinstance(fw, str) and fw and self.framework == "auto":
             self.framework = fw
         return [Frame(step_of(obj.get("step")), data)]
+
+    def _event(self, line: str) -> list[Frame] | None:
+        """A lifecycle event record as its event frame; None when the line is not one."""
+        try:
+            rec = event_record(json.loads(line))
+        except (ValueError, RecursionError):
+            return None
+        if rec is None:
+            return None
+        fw = rec.get("framework")
+        if isinstance(fw, str) and fw and self.framework == "auto":
+            self.framework = fw
+        return [Frame(step_of(rec.get("step")),
+                      event_frame(rec["event"], rec.get("exception"), rec.get("message")))]

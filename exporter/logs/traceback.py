@@ -10,8 +10,10 @@ Lines may carry a Ray actor prefix (`(TrainActor pid=1) `), a torchrun rank pref
 (`[rank0]: `) and ANSI colour; the exception line is the first unindented line after a
 `Traceback (most recent call last):` that names an exception type (`torch.OutOfMemoryError:
 CUDA out of memory ...`, `ray.exceptions.RayTaskError(OutOfMemoryError): ...`). The last one
-wins: a chained traceback prints the outermost exception last, and Ray prints the remote
-frames (indented) right after its RayTaskError line, then the exception raised there.
+wins: a chained traceback prints the outermost exception last (after "During handling of the
+above exception, another exception occurred:", with or without a new header), and Ray prints
+the remote frames (indented) right after its RayTaskError line, then the exception raised
+there.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from .base import RAY_PREFIX, clean
 
 _PREFIX = re.compile(rf"^(?:{RAY_PREFIX}|\[(?:rank|default)\d+\]:\s?)+")
 _HEADER = "Traceback (most recent call last):"
+# a chained exception's frames follow these (Ray prints its remote task's without a header)
+_CHAINED = ("During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:")
 _EXCEPTION = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout)"
     r"(?:\([\w.]+\))?)(?::\s*(.*))?$")
@@ -53,17 +58,20 @@ class Tracebacks:
         self._open = 0     # lines since the last traceback header; 0 = none open
         self._after = False  # the line before was an exception line
         self._n = 0
+        self._exc_at = -10  # line of the last exception line (a chained one may follow)
 
     def record(self) -> None:
         self.crash = self.stopped = None
 
     def line(self, raw: str) -> None:
         self._n += 1
-        if not self._open and not self._after and "Traceback" not in raw:
+        if not self._open and not self._after and "Traceback" not in raw and \
+                (" exception" not in raw or self._n - self._exc_at > 3):
             return
         text = clean(raw).rstrip("\r\n")
         text = _PREFIX.sub("", text, count=1)
-        if text.startswith(_HEADER):
+        # the header may follow a progress bar on the same line (tqdm's stderr, unflushed)
+        if _HEADER in text or (text.startswith(_CHAINED) and self._n - self._exc_at <= 3):
             self._open, self._after = 1, False
             return
         if self._after:  # frames straight after an exception line: Ray's remote traceback
@@ -83,6 +91,7 @@ class Tracebacks:
         if m is None:
             return
         self._open, self._after = 0, True
+        self._exc_at = self._n
         found = Crash(m.group(1), (m.group(2) or "").strip()[:MAX_MESSAGE], self._n)
         if found.exception.rsplit(".", 1)[-1] in STOPS:
             self.crash, self.stopped = None, found

@@ -44,6 +44,10 @@ _BACKPRESSURE_EVERY = 256  # frames between waits for the exporter's worker
 _PROGRESS_MIN_LAG = 64 << 20  # a backlog worth a progress line
 _PROGRESS_EVERY = 5.0         # seconds between progress lines
 _SAY_AGAIN_S = 600.0          # a recurring error is said again at most this often
+# A log that ends in a bare traceback (no Hydra job error, no kill, no watchdog abort after it)
+# reads as crashed once nothing was written to it for this long: a trainer that logs a caught
+# exception goes on writing within a step or two.
+CRASH_QUIET_S = 60.0
 
 
 class Sidecar:
@@ -53,8 +57,11 @@ class Sidecar:
                  idle_flush: float = 0.5, max_line_bytes: int = MAX_LINE_BYTES,
                  spool_out: str | None = None, ingest: dict | None = None,
                  exporter_kwargs: dict | None = None, gpu="auto", gpu_interval: float = 5.0,
-                 bind_retry_s: float = 0.0, stack_dumps: dict | None = None):
+                 bind_retry_s: float = 0.0, stack_dumps: dict | None = None,
+                 crash_quiet: float = CRASH_QUIET_S):
         self.run = run
+        # a bare traceback at a log's end is a crash once the log was quiet this long
+        self.crash_quiet = crash_quiet
         self.poll_interval = poll_interval
         self.checkpoint_interval = checkpoint_interval
         self.idle_flush = idle_flush
@@ -174,6 +181,9 @@ class Sidecar:
                                       otlp_endpoint=kw["otlp_endpoint"], on_error=p.counts.error)
                 telemetry.mirror(p.store, p.self_metrics)
             served = ServedRun(p, telemetry=telemetry)
+            if self.spool_out is not None:  # what the lifecycle moves itself (the total reached)
+                p.lifecycle.emit = lambda rec, r=run, fw=framework, src=source: \
+                    self.write_spool_event(src, r, fw, rec)
             if self.spy is not None:
                 self._watch(served)
             self.collector.add_store(p.store)
@@ -210,9 +220,18 @@ class Sidecar:
         """Append one frame to --spool-out; a line that cannot be written (full disk) is
         counted (rl_exporter_source_errors_total{kind="spool_write"}), never raised: the
         frame is exported regardless."""
+        self._spool_line(source, lambda: spool.encode(frame.step, frame.data, **extra))
+
+    def write_spool_event(self, source, run: str, framework: str, rec: dict) -> None:
+        """Append a lifecycle event record (exporter/spool.py) to --spool-out, counted as a
+        frame's line is when it cannot be written."""
+        self._spool_line(source, lambda: spool.encode_event(
+            rec, ts=round(float(rec["ts"]), 3), run=run, framework=framework))
+
+    def _spool_line(self, source, encode) -> None:
         try:
-            line = spool.encode(frame.step, frame.data, **extra)
-        except ValueError as e:
+            line = encode()
+        except (ValueError, TypeError, KeyError) as e:
             err = e
         else:
             with self._spool_lock:

@@ -11,8 +11,10 @@ import time
 from collections import Counter
 
 from .. import spool
+from ..core.lifecycle import TOTAL_PARAMETER, event_frame
 from ..logs import DOCUMENT_FORMATS, canonical_format, detect_line
 from ..logs.base import clean
+from ..logs.ending import Endings, trainer_state
 from ..logs.read import Reader
 from .track import DocTrack, FileTrack
 
@@ -67,6 +69,12 @@ class Source:
         self.last_frame_ts = float("nan")
         # The last frame applied, kept in the state file so a restart shows it at once.
         self.last: dict | None = self.saved.get("last")
+        # How each file ends (exporter/logs/ending.py): the end applied to the run (kept in
+        # the state file, as the total steps the log printed), per file
+        self.endings: dict[str, Endings] = {}
+        self.ended: dict | None = self.saved.get("ended")  # the last end applied
+        self.total = self.saved.get("total")                # the total steps the log printed
+        self._applied: dict[str, tuple] = {}
         self._next_glob = 0.0
         self._said: set = set()  # what this source has told the log it waits for, once each
         self.spool_last: dict = {}  # path -> (gen, off, record): the spool's last frame of it
@@ -152,9 +160,11 @@ class Source:
                 self._apply(t, t.on_idle(), t.resume)
                 if t.rewind:
                     self._events(t, self._rewind(t))
+            self._ending(t, now)
             return False
         t.last_data = now
         self._events(t, events)
+        self._ending(t, now)
         return True
 
     def _rewind(self, t: FileTrack) -> list:
@@ -166,13 +176,20 @@ class Source:
                         "read again: what it held before the mismatch is lost (counted in "
                         "rl_exporter_source_errors_total{kind=\"truncated_unread\"})", t.path)
             return []
+        self.endings[t.path] = Endings()  # read again from the start: its ending too
         return f.rewind("rewritten while serve was down")
 
     def _events(self, t: FileTrack, events: list) -> None:
+        ends = self.endings.get(t.path)
+        if ends is None:
+            ends = self.endings[t.path] = Endings()
         for kind, text, start, end in events:
             if kind == "line":
                 self.lines += 1
+                ends.line(text)
                 frames = t.on_line(text, start, end)
+                for r in frames:
+                    ends.record(r.frame.step, r.frame.data)
                 self._apply(t, frames, t.resume if end else None)
                 if t.rewind:  # the rest of this poll's lines are of the content verified
                     return self._events(t, self._rewind(t))
@@ -195,7 +212,50 @@ class Source:
                 # the record left open by the old content; no resume offset (its bytes
                 # are gone), so the spool record is not a resume point either
                 self._apply(t, t.on_reset(text), None)
+                self.endings[t.path] = ends = Endings()  # a new log: a new ending
+                self._applied.pop(t.path, None)
                 self.sidecar.checkpoint_soon()
+
+    # ------------------------------------------------------------ the run's end
+    def _ending(self, t: FileTrack, now: float) -> None:
+        """The total steps the log printed, and how it ends, to the run: a finished marker or
+        a sure crash at once, a bare traceback once the file has been quiet for
+        sidecar.crash_quiet seconds (a trainer may log one and go on). Each end once; the run
+        reads as live again when its log goes on with new steps (core/lifecycle.py)."""
+        ends = self.endings.get(t.path)
+        if ends is None or t.reader is None:
+            return
+        if ends.total is not None and ends.total != self.total:
+            self.total = ends.total
+            served = self.sidecar.run_for(self.spec.run, t.parser.framework, self)
+            if served is not None:
+                self._set_total(served)
+        e = ends.ending
+        if e is None:
+            return
+        key = (e.state, e.line)
+        if self._applied.get(t.path) == key:
+            return
+        if not e.sure and now - t.last_data < self.sidecar.crash_quiet:
+            return
+        served = self.sidecar.run_for(self.spec.run, t.parser.framework, self)
+        if served is None:
+            return
+        self._applied[t.path] = key
+        ts = time.time()
+        self.ended = {"event": e.state, "step": e.step, "exception": e.exception,
+                      "message": e.message, "ts": ts, "framework": t.parser.framework}
+        served.pipeline.log(event_frame(e.state, e.exception, e.message), step=e.step, ts=ts)
+        sc = self.sidecar
+        if sc.spool_out is not None:
+            sc.write_spool_event(self, self.spec.run, t.parser.framework, self.ended)
+        log.info("source %s: %s: the run %s%s (%s)", self.spec.name, t.path, e.state,
+                 f" ({e.exception}: {e.message})" if e.exception else "",
+                 (e.marker or "")[:160])
+        sc.checkpoint_soon()
+
+    def _set_total(self, served) -> None:
+        served.store.set("rl_config_value", float(self.total), {"parameter": TOTAL_PARAMETER})
 
     def _no_frames_yet(self, text: str) -> None:
         """Many lines, not one frame: say once that the format is likely wrong (with the
@@ -266,6 +326,16 @@ class Source:
         self.last_frame_ts = ts
         log.info("source %s: restored the last frame (step %s) from the state file",
                  self.spec.name, step)
+        if isinstance(self.total, (int, float)):
+            self._set_total(served)
+        ended = self.ended
+        if isinstance(ended, dict) and ended.get("event") in ("finished", "crashed"):
+            try:
+                served.pipeline.restore(event_frame(ended["event"], ended.get("exception"),
+                                                    ended.get("message")),
+                                        ended.get("step"), float(ended["ts"]))
+            except (TypeError, ValueError, KeyError):
+                self.ended = None
 
     def _poll_doc(self, path: str) -> bool:
         d = self.docs.get(path)
@@ -297,7 +367,33 @@ class Source:
         self._apply(d, reads, None)
         if reads:
             self.sidecar.checkpoint_soon()
+        self._document_ending(path, text)
         return True
+
+    def _document_ending(self, path: str, text: str) -> None:
+        """trainer_state.json: its max_steps is the total, and it says itself whether the
+        loop stopped (exporter/logs/ending.py trainer_state)."""
+        import json
+        try:
+            e, total = trainer_state(json.loads(text))
+        except ValueError:
+            return
+        served = self.sidecar.run_for(self.spec.run, self.doc_parser.framework, self)
+        if served is None:
+            return
+        if total is not None and total != self.total:
+            self.total = total
+            self._set_total(served)
+        if e is None or self._applied.get(path) == (e.state, e.step):
+            return
+        self._applied[path] = (e.state, e.step)
+        self.ended = {"event": e.state, "step": e.step, "exception": None, "message": None,
+                      "ts": time.time(), "framework": self.doc_parser.framework}
+        served.pipeline.log(event_frame(e.state), step=e.step, ts=self.ended["ts"])
+        if self.sidecar.spool_out is not None:
+            self.sidecar.write_spool_event(self, self.spec.run, self.doc_parser.framework,
+                                           self.ended)
+        log.info("source %s: %s: the run finished (%s)", self.spec.name, path, e.marker)
 
     def _say_once(self, what, message: str, *args) -> None:
         if what not in self._said:
@@ -306,14 +402,23 @@ class Source:
 
     def finish(self) -> None:
         """The writers are done: a last line cut without its newline is a line, and the
-        records still open at the end of the files are complete as they are."""
+        records still open at the end of the files are complete as they are; the files end
+        as they are (a bare traceback at the end is a crash: nothing more will come)."""
         for t in self.tracks.values():
+            ends = self.endings.setdefault(t.path, Endings())
             for _, text, start, end in t.follower.take_partial():
                 self.lines += 1
+                ends.line(text)
                 frames = t.on_line(text, start, end)
+                for r in frames:
+                    ends.record(r.frame.step, r.frame.data)
                 self._apply(t, frames, t.resume)
             if t.open:
-                self._apply(t, t.on_idle(), t.resume)
+                frames = t.on_idle()
+                for r in frames:
+                    ends.record(r.frame.step, r.frame.data)
+                self._apply(t, frames, t.resume)
+            self._ending(t, float("inf"))
 
     def nothing_read(self) -> str | None:
         """Why this source never gave a frame (none before a restart either), or None if it
@@ -345,6 +450,10 @@ class Source:
             out["doc"] = self.doc_parser.checkpoint()
         if self.last is not None:
             out["last"] = self.last
+        if self.ended is not None:
+            out["ended"] = self.ended
+        if self.total is not None:
+            out["total"] = self.total
         return out
 
     def apply_spool_offsets(self, offsets: dict) -> None:

@@ -2,6 +2,7 @@
 import collections
 import decimal
 import fractions
+import json
 import logging
 import math
 import threading
@@ -300,9 +301,12 @@ def test_spool_replays_to_the_same_series(tmp_path):
             ex.log(f, step=None if i else 4)
         live = scrape(ex)
     lines = path.read_text().splitlines()
-    assert len(lines) == 2 and '"actor/pg_loss":"NaN"' in lines[0]
+    # two frames, then the lifecycle's end (close(): finished at the last step)
+    assert len(lines) == 3 and '"actor/pg_loss":"NaN"' in lines[0]
+    assert json.loads(lines[2]) == {"spool": 1, "ts": json.loads(lines[2])["ts"], "run": "sp",
+                                    "framework": "verl", "event": "finished", "step": 9}
     parser = make_parser("spool")
-    replayed = [fr for line in lines for fr in parser.feed(line)]
+    replayed = [fr for line in lines[:2] for fr in parser.feed(line)]
     assert [fr.step for fr in replayed] == [4, 9]
     with Exporter(run="sp", framework="verl", serve=False) as again:
         for fr in replayed:
@@ -322,7 +326,8 @@ def test_frames_queued_at_exit_are_processed_without_close(tmp_path):
             "for i in range(200):\n    ex.log({'actor/pg_clipfrac': float(i)}, step=i)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "shutdown can only be called once" not in r.stderr, r.stderr
-    assert len(spool.read_text().splitlines()) == 200
+    lines = spool.read_text().splitlines()
+    assert len(lines) == 201 and '"event":"finished","step":199' in lines[-1]  # exit: finished
 
 
 def test_a_weighted_mean_over_nothing_is_no_data_not_zero():

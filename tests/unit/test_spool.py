@@ -61,4 +61,6 @@ def test_the_hook_loads_no_log_parser(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True).stdout
     assert out.strip() == "[]"
-    assert spool.decode((tmp_path / "s.jsonl").read_text())["step"] == 1
+    first, end = (tmp_path / "s.jsonl").read_text().splitlines()
+    assert spool.decode(first)["step"] == 1
+    assert spool.decode(end) is None and spool.decode_event(end)["event"] == "finished"

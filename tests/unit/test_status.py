@@ -176,7 +176,7 @@ def test_status_cli_prints_and_passes_json():
     assert json.loads(js.stdout)["step"] == 2
     bad = subprocess.run([sys.executable, "-m", "exporter.cli", "status", "http://127.0.0.1:1"],
                          capture_output=True, text=True, env=env, timeout=60)
-    assert bad.returncode == 1 and "cannot read" in bad.stderr
+    assert bad.returncode == 7 and "cannot read" in bad.stderr  # unreachable
 
 
 def test_replayed_steps_are_no_live_stall():
@@ -195,3 +195,59 @@ def test_replayed_steps_are_no_live_stall():
         assert not hasattr(rp.pipeline, "hang_watch")  # a replay's pipeline watches nothing
     finally:
         rp.close()
+
+
+def test_late_is_many_step_times_without_a_step_short_of_the_stall_page():
+    """2-second steps, the last one 18 minutes ago: not RUNNING, and not yet RLRunStalled."""
+    from exporter.commands.status import exit_code, render
+    with Exporter(run="st-late", serve=False, gpu=False) as ex:
+        t0 = time.time() - 18 * 60 - 20
+        for i in range(11):
+            ex.process_now({}, i, t0 + 2 * i)
+        from exporter.status import build
+        st = build(ex)
+        assert st["state"] == "late" and st["lifecycle"] == "running"
+        assert st["late_threshold_seconds"] == 60.0 and st["stall_threshold_seconds"] == 1800.0
+        assert exit_code(st) == 3
+        assert "LATE (no step for more than 60.0s; stalled after 30.0m)" in render(st)
+        st = build(ex, now=t0 + 20 + 30)  # 30 s after the last step: on time
+        assert st["state"] == "running" and exit_code(st) == 0
+
+
+def test_a_pause_is_not_late_stalled_or_hung_and_its_time_is_left_out_after_it():
+    from exporter.status import build
+    with Exporter(run="st-pause", serve=False, gpu=False) as ex:
+        ex.hang_watch.thresholds = HangThresholds(phase_no_history_s=0.1, stall_floor_s=0.5)
+        now = time.time()
+        for i in range(5):
+            ex.process_now({}, i, now - 10 + 0.1 * i)
+        with ex.timer("gen"):
+            with ex.timer("heat_guard"):
+                time.sleep(0.3)
+                st = build(ex)
+                assert st["state"] == "paused" and not st["open_phases"][0]["hung"]
+                assert st["goodput"]["stalled_now_seconds"] == 0.0
+                assert ex.hang_watch.check(ex) == []  # no stacks for a declared pause
+        ex.process_now({}, 5, time.time())
+        assert build(ex)["state"] == "running"
+
+
+def test_finished_and_crashed_states_say_so_and_exit_codes_rank_the_worst():
+    from exporter.commands.status import exit_code, render
+    from exporter.status import build
+    with Exporter(run="st-end", serve=False, gpu=False) as ex:
+        ex.process_now({}, 1, time.time())
+        ex.lifecycle.crashed("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 2 GiB",
+                             final=True)  # as the excepthook records it
+        st = build(ex)
+        assert st["state"] == "crashed" and st["crash"] == {
+            "exception": "torch.OutOfMemoryError",
+            "message": "CUDA out of memory. Tried to allocate 2 GiB"}
+        assert "CRASHED for" in render(st) and "torch.OutOfMemoryError: CUDA out of memory" in render(st)
+        assert exit_code(st) == 6
+    assert build(ex)["state"] == "crashed"  # close() after a crash keeps it
+    runs = {"runs": [dict(st, state="running"), dict(st, state="stalled"), dict(st, state="late")]}
+    assert exit_code(runs) == 4
+    with Exporter(run="st-done", serve=False, gpu=False) as done:
+        done.process_now({}, 1, time.time())
+    assert build(done)["state"] == "finished" and exit_code(build(done)) == 0

@@ -10,7 +10,7 @@ from exporter import Exporter
 
 @pytest.fixture
 def ex(port):
-    e = Exporter(run="ep", framework="verl", port=port)
+    e = Exporter(run="ep", framework="verl", port=port, final_scrape_grace=0)  # no end hold here
     e.log({"actor/pg_clipfrac": 0.2, "actor/pg_loss": float("nan"), "num_input_tokens_seen": 5.0})
     e.flush()
     yield e

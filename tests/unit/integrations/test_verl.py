@@ -99,7 +99,8 @@ def test_unregistered_name_is_rejected_like_verl_does():
         Tracking("p", "e", default_backend=["console", "rl_exporter"])
 
 
-def test_tracking_fit_sequence_exports_every_step_and_finishes():
+def test_tracking_fit_sequence_exports_every_step_and_finishes(monkeypatch):
+    monkeypatch.setenv("RL_EXPORTER_FINAL_SCRAPE_GRACE", "0")  # scraped once: no end hold here
     Tracking = make_tracking_class()
     assert rlx_verl.register(Tracking) is Tracking
     assert rlx_verl.register(Tracking) is Tracking  # idempotent: no double wrapping
