@@ -26,7 +26,9 @@ STEPS, ONSET = 120, 60                     # an hour and a quarter of healthy ba
 SCENARIOS = ["healthy", "kl-spike", "nan-loss", "stall", "crash-loop"]  # crash-loop: across segments
 # series written by the demo straight into the store (NVML sampler, run configuration):
 # a trainer's log never has them, so these scenarios cannot be diagnosed from one
-SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip", "crash",
+SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip",
+                    "crash",         # its dead target (RLExporterDown) is in no log
+                    "never-served",  # no demo process at all
                     "hang"}  # hang: a live timer() stuck open (the demo never exits)
 UNTIL = {"stall": "+1h"}                   # the hung trainer's exporter kept serving an hour
 

@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import nonfinite_persists, increase_recent
+from ..exprs import FINISHED, increase_recent, nonfinite_persists
 from ..model import Alert, Case, Threshold
-from ..series import s
+from ..series import life, s
 from ..sim.pathology import from_entry
 
 ALERTS: list[Alert] = [
     Alert(
         name="RLNonFiniteLoss", severity="critical", for_=Dur(60),
-        expr=nonfinite_persists(("rl_loss", "rl_policy_loss", "rl_value_loss")),
+        expr=nonfinite_persists(("rl_loss", "rl_policy_loss", "rl_value_loss"))
+             # the trainer's finite-gradient guard rejected the latest update: the weights are
+             # intact, and the guard's own page (RLOptimizerNonFiniteSkips) takes over
+             + "\nunless on (run) max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) > 0"
+             "\nunless on (run)\n" + FINISHED,
         thresholds={
             "nonfinite_persist_steps": Threshold(
                 3,
@@ -21,13 +25,27 @@ ALERTS: list[Alert] = [
         summary="An RL run's loss has stayed NaN or infinite over several steps.",
         description="Run {{ $labels.run }} reports {{ $labels.metric }} non-finite on every step of "
                     "the last {nonfinite_persist_steps} or more (value {{ $value }}).",
-        why_critical="Certain: NaN/Inf is not a statistical judgement. Persistent: every evaluation "
-                     "over a window holding >= {nonfinite_persist_steps} steps saw it, so a lone "
-                     "skipped step cannot page. Fatal: a loss that stays non-finite means the "
-                     "weights or the optimizer state are poisoned; every further step is wasted.",
+        why_critical="Certain: NaN/Inf is not a statistical judgement. What else could produce it: a "
+                     "lone bad batch (one step) does not page; a finite-gradient guard that rejected "
+                     "those updates (its consecutive-skip count above 0) leaves the weights intact, so "
+                     "this stays silent and the guard's own RLOptimizerNonFiniteSkips pages once no "
+                     "update lands {nonfinite_consecutive_skips} times in a row (the "
+                     "`finite_gradient_check_enabled` setting alone says a guard exists, not that it "
+                     "rejected these steps); a run that finished on a non-finite loss does not page "
+                     "(nothing further is wasted; doctor reports it). Where no guard reports, the "
+                     "loss reached the optimizer, or every update is skipped with nobody counting: "
+                     "either way nothing useful trains. Persistent: every evaluation over a window "
+                     "holding >= {nonfinite_persist_steps} steps saw it. Fatal: a loss that stays "
+                     "non-finite means the weights or the optimizer state are poisoned; every "
+                     "further step is wasted.",
         meaning="the loss, policy loss or value loss was NaN or infinite on every step of "
                 "{last_nonfinite_persist_steps}. A lone non-finite step, or a non-finite gradient "
-                "norm the trainer skipped, does not page (see RLNonFiniteGradSkipped).",
+                "norm the trainer skipped, does not page (see RLNonFiniteGradSkipped); nor does a "
+                "run whose finite-gradient guard rejected the latest update "
+                "(`rl_optimizer_consecutive_nonfinite_skips` above 0: the weights are intact, and "
+                "RLOptimizerNonFiniteSkips pages after {nonfinite_consecutive_skips} in a row), nor a "
+                "run that finished (its last known state, remembered {lifecycle_window}, or its last step at the configured "
+                "total).",
         impact="a loss that stays non-finite means the weights or optimizer state are poisoned; "
                "every later step is wasted. Paging.",
         diagnosis="first whether the optimizer skipped those updates (RL run overview, row Optimizer "
@@ -47,13 +65,28 @@ ALERTS: list[Alert] = [
                 at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
                 silent=[s("rl_policy_loss", "0.01 -0.01 0.005 0 0.01 0.002"), s("rl_grad_norm", "0.35 4.95 1 2 0.5 0.6"),
                         s("rl_loss", "0.3x5")], silent_at="5m"),
+            # the guard rejected every one of those updates: the weights are intact
+            Case(
+                title="a guard that skipped those updates",
+                fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15"),
+                      s("rl_optimizer_consecutive_nonfinite_skips", "0x15")],
+                at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
+                silent=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15"),
+                        s("rl_optimizer_consecutive_nonfinite_skips", "0 0 1+1x13")], silent_at="15m"),
+            Case(
+                title="a run that finished",
+                fire=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15"),
+                      *life([("running", 16, 0)])],
+                at="15m", labels={"metric": "rl_policy_loss"}, desc='Run r reports rl_policy_loss non-finite on every step of the last 3 or more (value 1).',
+                silent=[s("rl_policy_loss", "0.01 0.01 " + " ".join(["NaN"] * 14)), s("rl_grad_norm", "0.5x15"),
+                        *life([("running", 14, 0), ("finished", 2, 840)])], silent_at="15m"),
         ],
         cadence=from_entry("nan-loss", {"30s": 17, "2m": 7, "10m": 13}),
     ),
     Alert(
         name="RLOptimizerNonFiniteSkips", severity="critical", for_=Dur(60),
         expr="max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) >= "
-             "{nonfinite_consecutive_skips}",
+             "{nonfinite_consecutive_skips}\nunless on (run)\n" + FINISHED,
         thresholds={
             "nonfinite_consecutive_skips": Threshold(
                 5,
@@ -63,11 +96,16 @@ ALERTS: list[Alert] = [
         summary="The optimizer keeps rejecting updates for a non-finite loss or gradient.",
         description="Run {{ $labels.run }} skipped {{ $value }} updates in a row for a non-finite "
                     "loss or gradient.",
-        why_critical="Certain: the trainer's own finite-gradient guard counts it. Persistent: >= "
-                     "{nonfinite_consecutive_skips} rejections in a row (the counter resets on the "
-                     "first update that lands). Fatal: no update lands, the run trains nothing.",
+        why_critical="Certain: the trainer's own finite-gradient guard counts it. What else could "
+                     "produce it: a restart starts a new process whose count begins at 0; a run that "
+                     "finished with its last updates rejected keeps its last count in a serving "
+                     "exporter, and does not page. Persistent: >= {nonfinite_consecutive_skips} "
+                     "rejections in a row (the counter resets on the first update that lands). Fatal: "
+                     "no update lands, the run trains nothing.",
         meaning="the optimizer rejected {nonfinite_consecutive_skips} or more updates in a row for a "
-                "non-finite loss or gradient (`rl_optimizer_consecutive_nonfinite_skips`).",
+                "non-finite loss or gradient (`rl_optimizer_consecutive_nonfinite_skips`), in a run "
+                "that has not finished (its last known state, remembered {lifecycle_window}, or its "
+                "last step at the configured total).",
         impact="the guard keeps the weights safe, but no update lands: the run is not training. Paging.",
         diagnosis="first `rl_optimizer_skip_reason` (loss or gradient); next what RLNonFiniteLoss "
                   "says about the same steps.",
@@ -77,8 +115,14 @@ ALERTS: list[Alert] = [
                 fire=[s("rl_optimizer_consecutive_nonfinite_skips", "0 0 1+1x14")],
                 at="15m", desc="Run r skipped 14 updates in a row for a non-finite loss or gradient.",
                 silent=[s("rl_optimizer_consecutive_nonfinite_skips", "1 0 2 0 1 0 2 0")], silent_at="7m"),
+            Case(
+                title="a run that finished",
+                fire=[s("rl_optimizer_consecutive_nonfinite_skips", "0 0 1+1x14"), *life([("running", 16, 0)])],
+                at="15m", desc="Run r skipped 14 updates in a row for a non-finite loss or gradient.",
+                silent=[s("rl_optimizer_consecutive_nonfinite_skips", "0 0 1+1x14"),
+                        *life([("running", 14, 0), ("finished", 2, 840)])], silent_at="15m"),
         ],
-        cadence=from_entry("nan-loss", {"30s": 10, "2m": 8, "10m": 8}),
+        cadence=from_entry("nan-loss-skipped", {"30s": 10, "2m": 8, "10m": 8}),
     ),
     Alert(
         name="RLNonFiniteGradSkipped", severity="warning", for_=Dur(60),
