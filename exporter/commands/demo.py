@@ -183,8 +183,14 @@ def run(args) -> int:
             print(f"simulated {step} steps; still serving {url} (Ctrl-C to stop)", flush=True)
             while True:
                 time.sleep(3600)
+        if pathology.stop:
+            # a trainer that stopped stepping does not end of its own: --exit-after stops it
+            # from outside, as a person or a scheduler would (SIGTERM), not as a finished run
+            ex.lifecycle.crashed("SIGTERM", "stopped after it stopped stepping (the demo's "
+                                 f"{args.scenario} scenario, --exit-after)", final=True)
     except KeyboardInterrupt:
-        pass
+        # Ctrl-C (SIGINT) stops the run from outside, as it does a trainer: no finished run
+        ex.lifecycle.crashed("KeyboardInterrupt", "stopped by Ctrl-C (SIGINT)", final=True)
     finally:
         beside.close()
         if not crashed:   # a crash is the run's end: close() would call it finished

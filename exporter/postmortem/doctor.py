@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from . import backfill as bf
 from . import crash as crashmod
+from . import ending as endingmod
 from . import evaluate as evmod
 from . import points
 from . import report
@@ -73,7 +74,8 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
                                                     eval_interval, fmt, backfill_kw))
             ready = points.ready_runs(prom, res.start, res.end, eval_interval)
             ev.findings.extend(points.findings(res, ev, ready, runbook, ruleset))
-            ev.findings.extend(crashmod.findings(res))
+            ev.ending = endingmod.read(paths, res, prom)   # finished, crashed, cut short
+            ev.findings.extend(crashmod.findings(res, ev, runbook))
             ev.findings.sort(key=lambda f: (f.start, f.order))
             stacksmod.attach(ev.findings, captures, run)
             out = Outcome(res, ev, ruleset, runbook, stacks_file=stacks, captures=captures)

@@ -58,6 +58,7 @@ class Evaluation:
     timings: dict = field(default_factory=dict)
     eval_interval: float = 60.0
     rule_files: list = field(default_factory=list)
+    ending: object = None   # how the run ended (postmortem/ending.py RunEnd), set by doctor
 
 
 def _write_rules(path: str, layer: list) -> None:

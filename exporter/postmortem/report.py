@@ -77,6 +77,8 @@ def header(res, ev) -> list[str]:
                             if g.resumed_from is not None
                             else "") + ("" if g.ready else "; too few steps for the step-windowed "
                                         "rules"))
+    if ev.ending is not None:
+        lines.append(f"  ended: {ev.ending.text()}")
     if ev.no_data:
         lines.append(f"  no data for: {', '.join(ev.no_data)}")
     if ev.too_short:
@@ -90,7 +92,8 @@ def text(res, ev) -> str:
     if not ev.findings:
         ran = [c for c in ev.checks if c not in ev.no_data]
         out.append("")
-        out.append(f"healthy: none of the {len(ran)} checks with data fired: {', '.join(ran)}")
+        word = ev.ending.verdict() if ev.ending is not None else "healthy"
+        out.append(f"{word}: none of the {len(ran)} checks with data fired: {', '.join(ran)}")
         out += [""] + goodputmod.text(goodputmod.summary(res))
         return "\n".join(out) + "\n"
     out.append("")
@@ -122,12 +125,13 @@ def text(res, ev) -> str:
 def json_lines(res, ev) -> str:
     rows = []
     gp = goodputmod.summary(res)  # on every line, as `run` is: any one line has the run's
+    ending = ev.ending.as_json() if ev.ending is not None else None  # on every line too
     for f in ev.findings:
         rows.append({"alert": f.alert, "severity": f.severity, "step": f.step,
                      "time": iso(f.start), "value": _num(f.value), "summary": f.summary,
                      "next": f.next, "until": iso(f.end), "until_step": res.step_at(f.end),
                      "labels": f.labels, "run": res.run, "segment": f.segment,
-                     "confirmed": f.confirmed, "goodput": gp})
+                     "confirmed": f.confirmed, "goodput": gp, "ending": ending})
         if f.stacks is not None:
             rows[-1]["stacks"] = stacksmod.as_json(f.stacks)
     if not rows:
@@ -136,7 +140,7 @@ def json_lines(res, ev) -> str:
                      "no_data": ev.no_data, "too_few_steps": ev.too_short, "steps": res.steps,
                      "start": iso(res.start), "end": iso(res.end),
                      "segments": [g.summary() for g in getattr(res, "segments", [])],
-                     "goodput": gp})
+                     "goodput": gp, "ending": ending})
     return "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
 
 
@@ -263,7 +267,8 @@ def html_report(res, ev, images: list[tuple[str, bytes]], runbook: dict) -> str:
                 f"{rows}</table><h2>What to check next (runbook order)</h2><ol>{''.join(nexts)}</ol>")
     else:
         ran = [c for c in ev.checks if c not in ev.no_data]
-        body = (f"<h2>Healthy</h2><p>None of the {len(ran)} checks with data fired: "
+        word = ev.ending.verdict() if ev.ending is not None else "healthy"
+        body = (f"<h2>{e(word[:1].upper() + word[1:])}</h2><p>None of the {len(ran)} checks with data fired: "
                 f"{e(', '.join(ran))}.</p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"/><title>rl-exporter doctor: {e(res.run)}</title>

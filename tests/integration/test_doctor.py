@@ -164,7 +164,8 @@ def check_dashboards(tmp_path: Path, path: Path, keep: Path) -> None:
     from exporter.postmortem.tools import Prometheus
     s = json.loads(cli("backfill", str(path), "--run", "demo-healthy", "--out",
                        str(tmp_path / "bf"), "--json").stdout)
-    assert s["frames"] == STEPS and s["series"] > 40 and s["blocks"] >= 1
+    # the 120 records and the spool's finished event (a record of its own: exporter/spool.py)
+    assert s["frames"] == STEPS + 1 and s["series"] > 40 and s["blocks"] >= 1
     assert s["clock"] == "steps", s  # the demo's spool stamps are not training time
     from exporter.postmortem.backfill import parse_time
     start, end = parse_time(s["start"]), parse_time(s["end"])

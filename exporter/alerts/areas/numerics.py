@@ -48,9 +48,12 @@ ALERTS: list[Alert] = [
                 "total).",
         impact="a loss that stays non-finite means the weights or optimizer state are poisoned; "
                "every later step is wasted. Paging.",
-        diagnosis="first whether the optimizer skipped those updates (RL run overview, row Optimizer "
-                  "outcome: Update outcome = skipped, Skip reason): then the weights are intact, and "
-                  "the run can resume from the latest checkpoint instead of rolling back. Next the "
+        diagnosis="first whether a finite-gradient guard rejected those updates: this pages only "
+                  "where none reported rejecting the latest one, but a trainer that skips without "
+                  "counting (veRL skips a step whose gradient norm is not finite) keeps its weights "
+                  "too (RL run overview, row Optimizer outcome: Update outcome = skipped, Skip "
+                  "reason): then the run can resume from the latest checkpoint instead of rolling "
+                  "back. Next the "
                   "steps before the NaN on the Gradient norm and KL to reference panels (the veRL "
                   "metrics guide: training collapse = gradient explosion; the posttrain metrics "
                   "reference: one token owning the step), then the learning rate schedule, bf16/fp16 "
