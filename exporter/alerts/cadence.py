@@ -53,6 +53,9 @@ def alert_names(severities=("critical", "warning")) -> list[str]:
 
 def _measure_expr(alert: str, run: Run, pat: Pathology, end: str, res: str) -> str:
     fired = f'max by (run) (ALERTS{{alertname="{alert}", alertstate="firing", run="{alert}"}})'
+    if pat.anonymous:   # an alert of a target that reports no run: found by its instance
+        fired = (f'max by (run) (label_replace(ALERTS{{alertname="{alert}", alertstate="firing", '
+                 f'instance="{alert}:9464"}}, "run", "{alert}", "", ""))')
     if pat.timed:
         t0 = run.ends[ONSET - 2]
         return f"ceil((min_over_time(timestamp({fired})[{end}:{res}]) - {t0:g}) / {run.step_s})"

@@ -41,6 +41,13 @@ SHARED: dict[str, object] = {
     # big models; the floor covers a validation or checkpoint pause of up to 30 minutes.
     "stall_floor_seconds": Dur(1800),
     "stall_step_factor": 5,
+    # ---- the run's lifecycle (rl_run_state, docs/alerts.md "How a run ends"): how long a
+    # target's last known state is remembered after its last scrape. A static or file-based
+    # target of a finished run stays listed and down; its last state (finished) must outlive
+    # the window the liveness pages look back over (RLExporterDown read rl_run_info over
+    # step_window_4, 5 h 20 min), and a night: 12 h. Every rule that reads it reads a few series
+    # per target over it (last_over_time over the state-set member it asks about).
+    "lifecycle_window": Dur(43200),
     # ---- fleet (per-run series for the fleet dashboard): a run's targets are those whose
     # rl_run_info named it within fleet_window; restarts and step rates over fleet_rate_window.
     "fleet_window": Dur(3600),

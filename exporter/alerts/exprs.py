@@ -11,6 +11,7 @@ from .config import TIERS
 R = "{{ $labels.run }}"
 PRIMARY = '{{stat="", split=""}}'   # the mean/primary training series of a metric
 STEP = "rl_training_step"
+RUN_STEP = "run:rl_training_step:max"   # the run's highest step over its targets (a recording)
 
 
 def step_changes(i: int) -> str:
@@ -103,10 +104,71 @@ def paused() -> str:
     return ladder(" or ".join(parts))
 
 
-# A run that reached its configured total steps (rl_config_value{parameter="total_training_steps"},
-# captured by the integrations) has finished, not stalled.
-FINISHED = ("(max by (run) (rl_training_step) >= on (run) max by (run) "
-             "(rl_config_value{{parameter=\"total_training_steps\"}} > 0))")
+# ---- the run's lifecycle (LIFECYCLE series: rl_run_state{state}, a state set, and
+# rl_run_state_change_timestamp_seconds, when the current state began; docs/alerts.md "How a
+# run ends"). Every read looks back over lifecycle_window: a target that went down, or left
+# discovery, keeps its last known state for that long.
+LIFE_W = "[{lifecycle_window}]"
+
+
+def _change(w: str = LIFE_W) -> str:
+    return f"last_over_time(rl_run_state_change_timestamp_seconds{w})"
+
+
+CHANGE = _change()
+
+
+def target_state(states: str, w: str = LIFE_W) -> str:
+    """Targets whose last scraped state (within the window, lifecycle_window by default) is one
+    of `states` (a regex): labels job, instance, run, state."""
+    return f'(last_over_time(rl_run_state{{{{state=~"{states}"}}}}{w}) == 1)'
+
+
+def latest(w: str = LIFE_W) -> str:
+    """The targets holding the latest state change of their run: theirs is the run's last known
+    state (a run restarted on another node or pod is a new target whose state began later)."""
+    return f"({_change(w)} == on (run) group_left () max by (run) ({_change(w)}))"
+
+
+def run_state(states: str, w: str = LIFE_W) -> str:
+    """Runs whose last known state (that of the target with the run's latest state change) is
+    one of `states`."""
+    return f"max by (run) ({target_state(states, w)} and ignoring (state) {latest(w)})"
+
+
+# Seconds since the run's last step, or since its state last became running (a declared pause
+# that ended), whichever is later: a pause is no silence of the trainer. (Not since a restart:
+# a crash loop that never steps must still read as a silence.)
+STEP_AGE = ("(time() - max by (run) (\n  rl_training_step_timestamp_seconds\n"
+            "  or label_replace(rl_run_state_change_timestamp_seconds and ignoring (state) "
+            '(rl_run_state{{state="running"}} == 1), "at", "state", "", "")\n))')
+
+
+def superseded(states: str = ".+") -> str:
+    """Targets of a run whose last step and last state change are older than a state change of
+    another of its targets in one of `states`: the run went on elsewhere (a restart on a new
+    node or pod). Labels job, instance, run."""
+    last = ("max by (job, instance, run) (\n"
+            f"  label_replace(last_over_time(rl_training_step_timestamp_seconds{LIFE_W}), "
+            '"at", "step", "", "")\n'
+            f"  or {CHANGE})")
+    later = f"max by (run) ({CHANGE} and ignoring (state) {target_state(states)})"
+    return f"({last}\n < on (run) group_left () {later})"
+
+
+# A run that finished: its last known state is finished (the hook's close(), a normal exit, the
+# framework's closing line read by the sidecar), or its last step reached its configured total
+# steps (rl_config_value{parameter="total_training_steps"}, captured by the integrations). The
+# step and total are read from the live target, else their last samples in lifecycle_window: a
+# static target of a finished run is down, and its series are stale.
+_LAST_STEP = (f"(max by (run) ({STEP}) or max by (run) (last_over_time({STEP}{LIFE_W})))")
+_TOTAL = 'rl_config_value{{parameter="total_training_steps"}}'
+_LAST_TOTAL = (f"(max by (run) ({_TOTAL}) or max by (run) (last_over_time({_TOTAL}{LIFE_W})))")
+FINISHED = (f"({_LAST_STEP} >= on (run) ({_LAST_TOTAL} > 0)\n"
+            f" or {run_state('finished')})")
+# A declared pause (rl_run_state paused, or a pause phase open now: pause_phases)
+PAUSED_NOW = (f"({run_state('paused')}\n"
+              f" or max by (run) ({PAUSE_OPEN} > 0))")
 
 TRUNC_SEL = '{{stat="", split="", subset=""}}'
 CLIP_SEL = '{{stat="", split="", bound=""}}'

@@ -7,8 +7,8 @@ from __future__ import annotations
 from exporter.promql import metric_names as names
 
 from .config import TIERS
-from .exprs import (PRIMARY, READY, SEAM, SEGMENT_START, STALE_SEL, STEP, alternatives, ladder,
-                    over, step_changes)
+from .exprs import (PAUSED_NOW, PRIMARY, READY, RUN_STEP, SEAM, SEGMENT_START, STALE_SEL, STEP, STEP_AGE, alternatives, ladder,
+                    over, run_state, step_changes)
 from .model import Recording
 
 
@@ -108,8 +108,7 @@ def _recordings() -> list[Recording]:
         *_pair("rl_turns", [("rl_turns", '{{stat="max", split=""}}'), ("rl_turns", PRIMARY)],
                fn="max_over_time"),
         *_pair("hw_gpu_memory_usage_bytes", [("hw_gpu_memory_usage_bytes", "")], by="run, instance, gpu"),
-        Recording("run:rl_training_step_timestamp_seconds:age",
-                  "time() - max by (run) (rl_training_step_timestamp_seconds)"),
+        Recording("run:rl_training_step_timestamp_seconds:age", STEP_AGE),
     ]
     return out
 
@@ -121,28 +120,36 @@ RECORDINGS: list[Recording] = _recordings()
 # One series per run for the fleet dashboard (exporter/dashboards/fleet.py), so it reads a few
 # series per run instead of every rank's. A run's targets are the (job, instance) pairs whose
 # rl_run_info named it within the baseline window: a crashed rank still counts, as down.
-# State code, first match wins: 5 finished (step reached the run's total_training_steps),
-# 4 failed (a critical alert other than the stall/down ones, or every target down), 3 stalled
-# (as RLRunStalled, without its `for`), 2 restarting (a rank's counters reset, or some ranks
-# down), 1 running. `a or b` keeps a run's first match, so each condition is evaluated once.
+# State code, first match wins: 5 finished (the run's last known state is finished, or its step
+# reached its total_training_steps), 4 failed (its last known state is crashed, a critical alert
+# other than the stall/down ones, or every target down), 3 stalled (as RLRunStalled, without its
+# `for`; never in a declared pause), 2 restarting (its last known state is restarting, a rank's
+# counters reset, or some ranks down), 1 running (a declared pause too: it is no fault). The
+# lifecycle (rl_run_state, exporter/alerts/exprs.py run_state) where the exporter reports it, the
+# older signs beside it. `a or b` keeps a run's first match, so each condition is evaluated once.
 # The rules read scraped series only, never another recording: vmalert reads a recording it
 # wrote itself one or more evaluations late (docs/fleet.md).
 _FLEET_TARGETS = "max by (job, instance, run) (last_over_time(rl_run_info[{fleet_window}]))"
 _FLEET_UP_RATIO = f"avg by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () up)"
-_FLEET_AGE = "(time() - max by (run) (rl_training_step_timestamp_seconds))"
+_FLEET_AGE = STEP_AGE
+_FW = "[{fleet_window}]"
 FLEET_STATES = {5: "finished", 4: "failed", 3: "stalled", 2: "restarting", 1: "running"}
 _FLEET_WHEN = [
     (5, "max by (run) (last_over_time(rl_training_step[{fleet_window}]))\n"
         "  >= on (run) max by (run) (last_over_time(rl_config_value"
-        '{{parameter="total_training_steps"}}[{fleet_window}]))'),
-    (4, 'ALERTS{{alertstate="firing", severity="critical", alertname!~"RLRunStalled|RLExporterDown"}}\n'
+        '{{parameter="total_training_steps"}}[{fleet_window}]))\n'
+        f"  or {run_state('finished', _FW)}"),
+    (4, f"{run_state('crashed', _FW)}\n"
+        '  or ALERTS{{alertstate="firing", severity="critical", alertname!~"RLRunStalled|RLExporterDown"}}\n'
         f"  or {_FLEET_UP_RATIO} == 0"),
-    (3, 'ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
+    (3, '(ALERTS{{alertstate="firing", alertname="RLRunStalled"}}\n'
         f"  or {_FLEET_AGE} > on (run) clamp_min({{stall_step_factor}} * max by (run) "
         '(max_over_time(rl_step_duration_seconds{{stat="", split=""}}[{w4}])), '
         "{stall_floor_seconds})\n"
-        f"  or ({_FLEET_AGE} > {{stall_floor_seconds}} unless on (run) rl_step_duration_seconds)"),
-    (2, "resets(rl_exporter_frames_received_total[{fleet_rate_window}]) > 0\n"
+        f"  or ({_FLEET_AGE} > {{stall_floor_seconds}} unless on (run) rl_step_duration_seconds))\n"
+        f"  unless on (run) {PAUSED_NOW}"),
+    (2, f"{run_state('restarting', _FW)}\n"
+        "  or resets(rl_exporter_frames_received_total[{fleet_rate_window}]) > 0\n"
         f"  or {_FLEET_UP_RATIO} < 1"),
     (1, _FLEET_UP_RATIO),
 ]
@@ -152,7 +159,8 @@ RECORDINGS += [
     Recording("run:rl_fleet_targets:count", f"count by (run) ({_FLEET_TARGETS})"),
     Recording("run:rl_fleet_targets_up:count",
               f"count by (run) ({_FLEET_TARGETS} * on (job, instance) group_left () (up == 1))"),
-    Recording("run:rl_training_step:max", "max by (run) (rl_training_step)"),
+    # also RLRestartWithoutProgress's: its resets() count restarts across the run's targets
+    Recording(RUN_STEP, f"max by (run) ({STEP})"),
     Recording("run:rl_training_step:deriv10m",
               "max by (run) (deriv(rl_training_step[{fleet_rate_window}]))"),
     Recording("run:rl_mfu_ratio:max",

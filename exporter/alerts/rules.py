@@ -33,6 +33,10 @@ CONFIG, OWNER = _config()
 
 # Alertmanager inhibitions where one alert explains another (source explains target, same run).
 CAUSES: list[tuple[str, str]] = [
+    # a crash the trainer reported explains the silence and the dead target that follow it
+    # (two pages for one death otherwise: the stall 30 min later, the target 5 min later)
+    ("RLRunCrashed", "RLRunStalled"),
+    ("RLRunCrashed", "RLExporterDown"),
     ("RLEntropyCollapse", "RLClipFractionHigh"),      # the RL metrics dictionary: reward drop -> entropy, then clipfrac
     ("RLRewardCollapse", "RLRewardDeclining"),        # the sharp drop already says it
     ("RLPolicyKLSpike", "RLClipFractionHigh"),        # the veRL metrics guide: large KL comes with heavy clipping

@@ -4,7 +4,8 @@ from the pathologies (exporter/demo/pathologies.py, one entry each).
 scenario -> {alert: catalog metrics the scenario must feed for the alert to be expected}.
 An alert whose metrics come from a vocabulary the catalog lacks is expected silent (and
 reported), exactly as it would be for a real run of that framework. `crash` is a healthy run
-whose trainer dies after 30 steps (`--steps 30 --exit-after`).
+whose trainer dies of an uncaught exception at the onset; `never-served` has no demo process (the
+end-to-end test lists a port nobody listens on).
 """
 from __future__ import annotations
 

@@ -46,3 +46,25 @@ def rank(run: str, r: int, **phases: str) -> list[dict]:
 
 def steps(run: str) -> dict:
     return {"series": f'rl_training_step{{run="{run}"}}', "values": "1+1x30"}
+
+
+# ---- the run's lifecycle (rl_run_state, a state set; docs/alerts.md "How a run ends")
+STATES = ("starting", "running", "paused", "finished", "crashed", "restarting")
+
+
+def life(segments: list[tuple[str | None, int, float]], run: str = "r", **target) -> list[dict]:
+    """A target's rl_run_state state set and rl_run_state_change_timestamp_seconds, one sample a
+    minute: `segments` are (state, minutes, change timestamp in seconds) in order; a state of
+    None is a stretch with no sample (the target down or gone)."""
+    per = {st: [] for st in STATES}
+    change: list[str] = []
+    for state, n, at in segments:
+        for st in STATES:
+            per[st] += ["_" if state is None else ("1" if st == state else "0")] * n
+        change += ["_" if state is None else f"{at:g}"] * n
+    out = [s("rl_run_state", " ".join(v), run, **target, state=st) for st, v in per.items()]
+    return out + [s("rl_run_state_change_timestamp_seconds", " ".join(change), run, **target)]
+
+
+def crash_info(exception: str, message: str, values: str, run: str = "r", **target) -> dict:
+    return s("rl_run_crash_info", values, run, **target, exception=exception, message=message)

@@ -154,6 +154,7 @@ def run(args) -> int:
     print("\n".join(first_screen(args, url, pathology, beside, len(SCENARIOS))), flush=True)
     if args.scrape_config:
         print(f"scrape config: {args.scrape_config}", flush=True)
+    crashed = False
     try:
         if args.start_on_scrape:
             ex.endpoint.scraped.wait()
@@ -163,6 +164,12 @@ def run(args) -> int:
             frame = sim.frame(step)
             if step == args.onset and pathology.alerts:
                 print(f"step {step}: {args.scenario} starts now", flush=True)
+            if args.scenario == "crash" and step >= args.onset:
+                # the trainer dies as a real one does: an exception nobody catches (the hook's
+                # chained excepthook reports it, holds /metrics for one last scrape, and exits)
+                crashed = True
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (the demo's "
+                                   "crash scenario)")
             if frame is not None:  # the frame's own step: crash-loop resumes at an older one
                 ex.log(frame, step=frame.get("training/global_step", step))
             beside.step(step, frame, sim.rng)
@@ -176,11 +183,18 @@ def run(args) -> int:
             print(f"simulated {step} steps; still serving {url} (Ctrl-C to stop)", flush=True)
             while True:
                 time.sleep(3600)
+        if pathology.stop:
+            # a trainer that stopped stepping does not end of its own: --exit-after stops it
+            # from outside, as a person or a scheduler would (SIGTERM), not as a finished run
+            ex.lifecycle.crashed("SIGTERM", "stopped after it stopped stepping (the demo's "
+                                 f"{args.scenario} scenario, --exit-after)", final=True)
     except KeyboardInterrupt:
-        pass
+        # Ctrl-C (SIGINT) stops the run from outside, as it does a trainer: no finished run
+        ex.lifecycle.crashed("KeyboardInterrupt", "stopped by Ctrl-C (SIGINT)", final=True)
     finally:
         beside.close()
-        ex.close()
+        if not crashed:   # a crash is the run's end: close() would call it finished
+            ex.close()
     return 0
 
 

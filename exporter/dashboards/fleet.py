@@ -40,9 +40,11 @@ def state_stat(title: str, state: str, color: str):
     bad = [(None, "green"), (1, color)] if color != "green" else [(None, "green")]
     code = next(c for c, s in FLEET_STATES.items() if s == state)
     return stat(title, f"Runs whose state is {state} now (run:rl_run_state:code == {code}).",
-                {"running": "most runs.", "restarting": "0; a run restarting again and again is "
-                 "crash-looping.", "stalled": "0.", "failed": "0.",
-                 "finished": "runs that reached their total_training_steps."}[state],
+                {"running": "most runs (a run in a declared pause counts here: no fault).",
+                 "restarting": "0; a run restarting again and again is crash-looping.",
+                 "stalled": "0.", "failed": "0 (a crash the exporter reported counts here).",
+                 "finished": "runs whose exporter reported the end of training, or that reached "
+                             "their total_training_steps."}[state],
                 qi(f"count(run:rl_run_state:code{{{R}}} == {code}) or vector(0)", state),
                 unit="short", min=0, width=3, thresholds=bad)
 

@@ -218,10 +218,16 @@ PATHOLOGIES: tuple[Pathology, ...] = (
                ("rl_reference_kl", times(1.5)),
                ("rl_policy_clip_ratio", ramp(0.45, 0.02, hi=0.85)),
                ("rl_grad_norm", times(4)))),
+    # no finite-gradient guard: the non-finite loss reaches the optimizer, every step after it too
     Pathology(
-        "nan-loss", {"RLNonFiniteLoss": (),
-                     "RLOptimizerNonFiniteSkips": ("rl_optimizer_consecutive_nonfinite_skips",),
-                     "RLNonFiniteGradSkipped": ()},
+        "nan-loss", {"RLNonFiniteLoss": (), "RLNonFiniteGradSkipped": ()},
+        f"{POSTTRAIN} (a non-finite loss that no guard stops: the update applies it)",
+        edits=(("rl_policy_loss", to(math.nan)), ("rl_grad_norm", to(math.nan)))),
+    # the guard rejects every one of those updates: the weights stay intact, and the guard's own
+    # count of rejections in a row pages (RLNonFiniteLoss defers to it)
+    Pathology(
+        "nan-loss-skipped", {"RLOptimizerNonFiniteSkips": ("rl_optimizer_consecutive_nonfinite_skips",),
+                             "RLNonFiniteGradSkipped": ()},
         f"{POSTTRAIN} (a non-finite loss the optimizer guard skips on every step)",
         edits=(("rl_policy_loss", to(math.nan)), ("rl_grad_norm", to(math.nan)),
                ("rl_optimizer_update_outcome", to("skipped")),
@@ -476,9 +482,15 @@ PATHOLOGIES: tuple[Pathology, ...] = (
     # no alert yet for restarts without progress: the goodput's restart bucket is the signal
     Pathology("crash-loop", {"RLRestartWithoutProgress": ()}, f"{TROUBLESHOOTING} (a run that crashes and resumes from one checkpoint)",
               call=_crash_loop),
-    # a healthy trainer that dies after 30 steps (`--steps 30 --exit-after`): its exporter goes too
-    Pathology("crash", {"RLExporterDown": ()}, f"{TROUBLESHOOTING} (the trainer and its exporter die)",
-              down=True, demo=False),
+    # a healthy trainer that dies of an uncaught exception at the onset (the demo raises it): the
+    # hook reports the crash to one last scrape, then its exporter goes with the process. The
+    # crash pages at once and mutes the dead target's page (Alertmanager)
+    Pathology("crash", {"RLRunCrashed": (), "RLExporterDown": ()},
+              f"{TROUBLESHOOTING} (the trainer dies of an exception, its exporter with it)", down=True),
+    # a listed target whose trainer never served (no demo process: the end-to-end test lists a
+    # port nobody listens on)
+    Pathology("never-served", {"RLExporterTargetDown": ()},
+              "a scrape target whose trainer never started its exporter", down=True, demo=False),
 )
 
 BY_NAME: dict[str, Pathology] = {p.name: p for p in PATHOLOGIES}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from . import backfill as bf
 from . import crash as crashmod
+from . import ending as endingmod
 from . import evaluate as evmod
 from . import evidence as evidencemod
 from . import points
@@ -65,7 +66,8 @@ def doctor(paths: list[str], *, run: str | None = None, fmt: str = "auto",
             with phases("findings"):
                 ready = points.ready_runs(prom, res.start, res.end, eval_interval)
                 ev.findings.extend(points.findings(res, ev, ready, runbook, ruleset))
-                ev.findings.extend(crashmod.findings(res))
+                ev.ending = endingmod.read(paths, res, prom)  # finished, crashed, cut short
+                ev.findings.extend(crashmod.findings(res, ev, runbook))
                 ev.findings.sort(key=lambda f: (f.start, f.order))
                 evidencemod.attach(ev.findings, prom, res, ruleset, runbook, eval_interval)
                 stacksmod.attach(ev.findings, captures, run)

@@ -76,6 +76,7 @@ class Evaluation:
     recorded: dict = field(default_factory=dict)      # recording rule -> series it wrote
     alert_series: int = 0                             # ALERTS/ALERTS_FOR_STATE series written
     blocks: list = field(default_factory=list)        # block directories the rules wrote
+    ending: object = None   # how the run ended (postmortem/ending.py RunEnd), set by doctor
 
 
 def series_names(prom: tools.Prometheus) -> set[str]:

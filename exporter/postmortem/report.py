@@ -77,6 +77,8 @@ def header(res, ev, verbose: bool = False) -> list[str]:
                             if g.resumed_from is not None
                             else "") + ("" if g.ready else "; too few steps for the step-windowed "
                                         "rules"))
+    if ev.ending is not None:
+        lines.append(f"  ended: {ev.ending.text()}")
     if verbose:
         lines += verdictmod.verbose_lines(res, ev)
     return lines
@@ -139,6 +141,7 @@ def text(res, ev, verbose: bool = False) -> str:
 def json_lines(res, ev) -> str:
     rows = []
     gp = goodputmod.summary(res)  # on every line, as `run` is: any one line has the run's
+    ending = ev.ending.as_json() if ev.ending is not None else None  # on every line too
     for f in ev.findings:
         rows.append({"alert": f.alert, "severity": f.severity, "step": f.step,
                      "time": iso(f.start), "value": _num(f.value), "summary": f.summary,
@@ -146,7 +149,7 @@ def json_lines(res, ev) -> str:
                      "labels": f.labels, "run": res.run, "segment": f.segment,
                      "confirmed": f.confirmed,
                      "evidence": [dict(e) for e in getattr(f, "evidence", None) or []],
-                     "goodput": gp})
+                     "goodput": gp, "ending": ending})
         if f.stacks is not None:
             rows[-1]["stacks"] = stacksmod.as_json(f.stacks)
     if not rows:
@@ -158,7 +161,7 @@ def json_lines(res, ev) -> str:
                      "seen": {m: {k: _num(x) for k, x in r.items()} for m, r in v.seen.items()},
                      "start": iso(res.start), "end": iso(res.end),
                      "segments": [g.summary() for g in getattr(res, "segments", [])],
-                     "goodput": gp})
+                     "goodput": gp, "ending": ending})
     return "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
 
 

@@ -8,7 +8,9 @@ Three kinds:
   exporter/alerts/config.py): the verdict says so, lists what the log did show (the range of each
   headline metric, the point findings), and never says "healthy";
 - `healthy`: every check with data could judge and none raised a warning or critical finding
-  (info notes may follow).
+  (info notes may follow), and the run is known to have finished;
+- `healthy_so_far`: the same, in a log that is cut short or does not say how the run ended
+  (postmortem/ending.py): "healthy as far as the log goes".
 
 The header folds the checks into one count line (how many had data, how many of those the log
 was too short for, how many had none); --verbose lists them by name.
@@ -38,7 +40,7 @@ def steps_needed() -> int:
 
 @dataclass
 class Verdict:
-    kind: str                         # findings | too_short | healthy
+    kind: str                         # findings | too_short | healthy | healthy_so_far
     line: str                         # the verdict, one sentence
     counts: dict = field(default_factory=dict)   # severity -> findings
     seen: dict = field(default_factory=dict)     # metric -> {min, max, steps} (too_short)
@@ -117,11 +119,15 @@ def judge(res, ev) -> Verdict:
         return Verdict("findings", f"{n} finding{'s' if n > 1 else ''} ({tally}); the first warning "
                                    f"or worse is {first.alert} at step {first.step}", counts)
     ran = len(ev.checks) - len(ev.no_data)
-    line = f"healthy: none of the {ran} checks with data raised a warning or critical finding"
+    # plain healthy only for a run known to have finished (postmortem/ending.py): a log cut
+    # short, or silent on its end, is healthy as far as it goes
+    ending = getattr(ev, "ending", None)
+    word = ending.verdict() if ending is not None else "healthy"
+    line = f"{word}: none of the {ran} checks with data raised a warning or critical finding"
     if ev.findings:
         n = len(ev.findings)
         line += f"; {n} note{'s' if n > 1 else ''} below ({tally})"
-    return Verdict("healthy", line, counts)
+    return Verdict("healthy" if word == "healthy" else "healthy_so_far", line, counts)
 
 
 def checks_line(res, ev) -> str:

@@ -45,7 +45,9 @@ ONSET = 60                    # steps of healthy history before the failure (15 
 # contamination by the new level for its `for:`, so give that scenario a full baseline first.
 # The single-token KL spike is a step change against a clean baseline: it must find 20 scraped
 # baseline steps before the spike, wherever Prometheus's first scrape lands.
-ONSETS = {"throughput-drop": 120, "kl-token-spike": 120}
+ONSETS = {"throughput-drop": 120, "kl-token-spike": 120, "crash": 30}
+# no demo process: a target listed for a trainer that never started its exporter
+NOT_SERVED = ("never-served",)
 MIN_OBSERVE = 60.0            # watch at least this long (RLMFULow needs for: 1h = 30 s)
 MAX_OBSERVE = 120.0           # only reached when an expected alert is missing
 
@@ -66,7 +68,7 @@ def fed_metrics(scenario: str) -> set[str]:
     from exporter.catalog import CATALOG
     from exporter.demo import SimulatedRun
     onset = ONSETS.get(scenario, ONSET)
-    sim = SimulatedRun("healthy" if scenario == "crash" else scenario, onset=onset)
+    sim = SimulatedRun("healthy" if scenario in ("crash", *NOT_SERVED) else scenario, onset=onset)
     out = set(HOOK_METRICS)
     for step in range(1, onset + 60):
         for metric, _, _ in sim.side_series(step):
@@ -221,14 +223,16 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
     started: list[tuple[str, str, subprocess.Popen]] = []
     for sc in scenarios:
         run = f"demo-{sc}"
-        args = ["--scenario", "healthy" if sc == "crash" else sc, "--interval", str(STEP_INTERVAL),
+        if sc in NOT_SERVED:
+            (sd / f"{sc}.json").write_text(json.dumps([{"targets": [f"127.0.0.1:{free_port()}"],
+                                                        "labels": {"job": "rl-exporter-demo", "run": run}}]))
+            continue
+        args = ["--scenario", sc, "--interval", str(STEP_INTERVAL),
                 "--port", "0", "--onset", str(ONSETS.get(sc, ONSET)), "--run", run,
                 "--scrape-config", str(sd / f"{sc}.json"),
                 # ~40 demos take many seconds to start on 2 cores: without this the first
                 # ones pass their onset before Prometheus (started last) scrapes them
                 "--start-on-scrape"]
-        if sc == "crash":
-            args += ["--steps", "30", "--exit-after"]
         p = subprocess.Popen([sys.executable, "-m", "exporter.cli", "demo", *args], env=env, text=True,
                              stdout=subprocess.PIPE, stderr=open(tmp_path / f"{sc}.log", "w"))
         procs.append(p)
@@ -286,6 +290,7 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
     for r, names in matrix.items():
         print(f"  {r:32s} {', '.join(names) or '-'}")
     (tmp_path / "matrix.json").write_text(json.dumps(matrix, indent=1))
+    # the crash's target went down after its last scrape; a finished run's would not count here
     assert down == (["demo-crash"] if "crash" in want else []), f"targets down: {down} (see {tmp_path}/*.log)"
     may = {f"demo-{sc}": a for sc, a in MAY.items()}
     wrong = {r: {"missing": sorted(expected[r] - seen[r]),
@@ -319,6 +324,11 @@ def _run(tmp_path: Path, procs, sink: Sink, want: dict[str, set[str]]):
     # a critical mutes the warnings of its own run (no-signal: reward collapse over grad-norm zero)
     gz = status.get(("demo-no-signal", "RLGradNormZero"))
     assert gz is not None and gz["state"] == "suppressed", gz
+    # the crash pages once, naming the exception: it mutes the dead target's page
+    crashed = [a for a in paged if (a["labels"].get("run"), a["labels"]["alertname"]) == ("demo-crash", "RLRunCrashed")]
+    assert crashed and "RuntimeError: CUDA out of memory" in crashed[0]["annotations"]["description"], paged
+    dead = status.get(("demo-crash", "RLExporterDown"))
+    assert dead is not None and dead["state"] == "suppressed" and dead["inhibitedBy"], dead
     # info alerts are routed nowhere
     assert alert("RLMFULow").severity == "info"
     assert not [a for a in paged + ticketed if a["labels"]["alertname"] == "RLMFULow"]

@@ -26,7 +26,9 @@ STEPS, ONSET = 120, 60                     # an hour and a quarter of healthy ba
 SCENARIOS = ["healthy", "kl-spike", "nan-loss", "stall", "crash-loop"]  # crash-loop: across segments
 # series written by the demo straight into the store (NVML sampler, run configuration):
 # a trainer's log never has them, so these scenarios cannot be diagnosed from one
-SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip", "crash",
+SIDE_SERIES_ONLY = {"gpu-memory-full", "gpu-throttle", "on-policy-clip",
+                    "crash",         # its dead target (RLExporterDown) is in no log
+                    "never-served",  # no demo process at all
                     "hang"}  # hang: a live timer() stuck open (the demo never exits)
 UNTIL = {"stall": "+1h"}                   # the hung trainer's exporter kept serving an hour
 
@@ -178,7 +180,8 @@ def check_dashboards(tmp_path: Path, path: Path, keep: Path) -> None:
     from exporter.postmortem.tools import Prometheus
     s = json.loads(cli("backfill", str(path), "--run", "demo-healthy", "--out",
                        str(tmp_path / "bf"), "--json").stdout)
-    assert s["frames"] == STEPS and s["series"] > 40 and s["blocks"] >= 1
+    # the 120 records and the spool's finished event (a record of its own: exporter/spool.py)
+    assert s["frames"] == STEPS + 1 and s["series"] > 40 and s["blocks"] >= 1
     assert s["clock"] == "steps", s  # the demo's spool stamps are not training time
     from exporter.postmortem.backfill import parse_time
     start, end = parse_time(s["start"]), parse_time(s["end"])

@@ -90,9 +90,15 @@ def test_a_run_that_has_run_its_course_reports_the_hours_and_the_kl():
 
 
 def test_the_guard_and_the_first_metric_to_move_are_answered(tmp_path):
+    # no finite-gradient guard: the NaN reaches the optimizer, and the evidence says so
     rows = doctor_json(str(spool(tmp_path, "nan-loss")))
     nan = first(rows, "RLNonFiniteLoss")
     text = answers(nan)
-    assert "yes: the optimizer rejected" in text and "the weights are intact" in text, text
+    assert "no: the optimizer's non-finite skip counter did not move" in text, text
     assert "gradient norm (`rl_grad_norm`) at step 60, to NaN" in text, text
+    # a guard that rejects every one of those updates: the weights are intact
+    rows = doctor_json(str(spool(tmp_path, "nan-loss-skipped")))
+    assert not [r for r in rows if r["alert"] == "RLNonFiniteLoss"]
+    text = answers(first(rows, "RLNonFiniteGradSkipped"))
+    assert "yes: the optimizer rejected" in text and "the weights are intact" in text, text
 

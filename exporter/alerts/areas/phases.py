@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 
 from ..config import Dur
-from ..exprs import PAUSE_OPEN
+from ..exprs import FINISHED, PAUSED_NOW
 from ..model import Alert, Case, Threshold
-from ..series import GPU0, LATENCY_HEALTHY, LATENCY_TAIL, MEDIAN, START, VLLM, hist, s
+from ..series import GPU0, LATENCY_HEALTHY, LATENCY_TAIL, MEDIAN, START, VLLM, hist, life, s
 from ..sim.healthy import ENGINE, ENGINE_UP, latency_counts, uniform
 from ..sim.pathology import Pathology
 
@@ -96,8 +96,9 @@ ALERTS: list[Alert] = [
              "  or on (run, instance, phase)\n"
              "  (0 * max by (run, instance, phase) (rl_phase_in_progress_start_timestamp_seconds) "
              "+ {phase_hung_no_history_seconds})\n)\n"
-             # a pause of the whole run (heat guard) holds every open phase: not a hang
-             "unless on (run) max by (run) (" + PAUSE_OPEN + " > 0)",
+             # a pause of the whole run (the run's state paused, or a heat-guard phase open)
+             # holds every open phase: not a hang
+             "unless on (run) " + PAUSED_NOW,
         thresholds={
             "phase_hung_factor": Threshold(
                 6,
@@ -118,8 +119,8 @@ ALERTS: list[Alert] = [
         meaning="a `timer(phase)` has been open longer than max({phase_hung_floor_seconds}, "
                 "{phase_hung_factor} x the phase's median over its last 20 occurrences), or "
                 "{phase_hung_no_history_seconds} for a phase that never closed before, held {for}. A "
-                "pause of the whole run (a phase named {pause_phases} open) holds every phase and "
-                "does not count. A warning: RLRunStalled pages once no step advances.",
+                "pause of the whole run (its state paused, remembered {lifecycle_window}, or a phase "
+                "named {pause_phases} open) holds every phase and does not count. A warning: RLRunStalled pages once no step advances.",
         impact="if it is a hang, the step cannot finish: GPUs are held and nothing trains. A ticket, "
                "not a page: 6x a median is a judgement (a batch of much longer responses stretches "
                "`gen` too). It fires before RLRunStalled, which pages once no step advances.",
@@ -162,6 +163,16 @@ ALERTS: list[Alert] = [
                 desc="Run r: phase gen has been open for 25m 0s, over 6x its recent median and the floor.",
                 silent=[s(START, "_x9 600x40", phase="gen"), s(MEDIAN, "120x50", phase="gen"),
                         s(START, "_x9 " + " ".join(["NaN"] * 15) + " 1500x20", phase="heat_guard")],
+                silent_at="35m"),
+            # a pause the run declares through its lifecycle (rl_run_state paused)
+            Case(
+                title="a declared pause is not a hang",
+                fire=[s(START, "_x9 600x40", phase="gen"), s(MEDIAN, "120x50", phase="gen"),
+                      *life([("running", 50, 0)])],
+                at="35m", labels={"phase": "gen"},
+                desc="Run r: phase gen has been open for 25m 0s, over 6x its recent median and the floor.",
+                silent=[s(START, "_x9 600x40", phase="gen"), s(MEDIAN, "120x50", phase="gen"),
+                        *life([("running", 25, 0), ("paused", 25, 1500)])],
                 silent_at="35m"),
         ],
         # Phases and rollout engines: engine series and NVML time are wall-clock windows (10 min,
@@ -396,17 +407,26 @@ ALERTS: list[Alert] = [
         name="RLRolloutEngineDown", severity="critical", for_=Dur(300),
         expr="count by (run) (up{{{engine_job_selector}}} == 0)\n"
              "unless on (run) max by (run) (up{{{engine_job_selector}}} == 1)\n"
-             "and on (run)\ncount by (run) (rl_run_info)",
+             "and on (run)\ncount by (run) (rl_run_info)\n"
+             # a finished run's sidecar keeps serving after its engines went away
+             "unless on (run)\n" + FINISHED,
         summary="Every rollout engine of a run is down while its trainer is still running.",
         description="Run {{ $labels.run }}: all {{ $value }} rollout engine targets are down while "
                     "the trainer still exports.",
         why_critical="Certain: every scrape of every engine target of the run that discovery still "
-                     "lists failed. Persistent: 5 minutes, as RLExporterDown. Fatal: the trainer "
-                     "waits on rollouts that no engine will produce. One engine of several down "
-                     "while the others serve does not page.",
+                     "lists failed. What else could take every engine down: the run ended (trainer and "
+                     "engines gone together: no `rl_run_info`; or a sidecar still serving a run whose "
+                     "last state is finished) does not page; an engine restart (a weight reload, a "
+                     "crash the engine manager heals) is shorter than 5 minutes; a pause that stops the "
+                     "engines keeps them down for its length and pages if longer than 5 minutes, which "
+                     "no pause the sources describe does (the heat guard pauses the run, its engines "
+                     "stay up). Persistent: 5 minutes, as RLExporterDown. Fatal: the trainer waits on "
+                     "rollouts that no engine will produce. One engine of several down while the "
+                     "others serve does not page.",
         meaning="every rollout-engine target of a run (a job matching `engine_job_selector`) failed "
-                "every scrape {for} while the run's trainer still exports (`rl_run_info` present). "
-                "One engine of several down while the others serve does not page.",
+                "every scrape {for} while the run's trainer still exports (`rl_run_info` present) and "
+                "the run has not finished (its last known state, remembered {lifecycle_window}, or its last step at the configured "
+                "total). One engine of several down while the others serve does not page.",
         impact="the trainer will wait on generation that cannot come. Paging. One engine of several "
                "down while the others serve does not page: rollouts slow down (RLThroughputDrop, "
                "RLRolloutGPUIdle); find the dead engine in the engine row of the GPU dashboard.",
@@ -438,6 +458,17 @@ ALERTS: list[Alert] = [
                         {"series": 'up{job="rl-rollout-engine", instance="e1:8000", run="r"}', "values": "1x30"},
                         {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r", framework="verl"}',
                          "values": "1x30"}],
+                silent_at="25m"),
+            # the run finished; its sidecar keeps serving the last values, the engines are gone
+            Case(
+                title="a finished run whose exporter keeps serving",
+                fire=[{"series": 'up{job="rl-rollout-engine", instance="e:8000", run="r"}', "values": "1x10 0x20"},
+                      {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r", framework="verl"}',
+                       "values": "1x30"}, *life([("running", 31, 0)])],
+                at="25m", desc="Run r: all 1 rollout engine targets are down while the trainer still exports.",
+                silent=[{"series": 'up{job="rl-rollout-engine", instance="e:8000", run="r"}', "values": "1x10 0x20"},
+                        {"series": 'rl_run_info{job="rl-exporter", instance="t:9464", run="r", framework="verl"}',
+                         "values": "1x30"}, *life([("running", 10, 0), ("finished", 21, 600)])],
                 silent_at="25m"),
         ],
         cadence=Pathology(_engine_down, {"30s": 14, "2m": 6, "10m": 4}, stop=True,

@@ -8,9 +8,9 @@ rules (exporter/alerts/recordings.py RANK_RATIO, RANK_EXCESS).
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import ladder
+from ..exprs import PAUSED_NOW, ladder
 from ..model import Alert, Case, Threshold
-from ..series import rank, steps
+from ..series import life, rank, steps
 from ..sim.healthy import uniform
 from ..sim.pathology import Pathology
 from ..recordings import RANK_EXCESS, RANK_RATIO
@@ -36,7 +36,9 @@ ALERTS: list[Alert] = [
                     f"  min by (run, instance, phase) (min_over_time({RANK_EXCESS}[{{W}}]))"
                     " > {straggler_min_excess_seconds}", "{straggler_steps}") + "\n"
              # the rank's name: the hook's rl_run_info on the same target
-             "* on (run, instance) group_left (rank) group by (run, instance, rank) (rl_run_info)",
+             "* on (run, instance) group_left (rank) group by (run, instance, rank) (rl_run_info)\n"
+             # a declared pause of the run is no rank's slowness
+             "unless on (run) " + PAUSED_NOW,
         thresholds={
             "straggler_factor": Threshold(
                 1.5,
@@ -66,7 +68,9 @@ ALERTS: list[Alert] = [
                 "that phase, and at least {straggler_min_excess_seconds} longer, in a run where at "
                 "least {straggler_min_ranks} ranks report that phase. Ranks are the run's scrape "
                 "targets (`instance`); the `rank` label comes from each target's `rl_run_info`. "
-                "Pause phases ({pause_phases}) are left out. Held {for}.",
+                "Pause phases ({pause_phases}) are left out, and a run in a declared pause (its "
+                "state paused, remembered {lifecycle_window}, or a pause phase open) does not fire. "
+                "Held {for}.",
         impact="in a synchronous run every step waits at the next collective for the slowest rank, "
                "so the whole run moves at that rank's pace: the excess over the median rank is lost "
                "on every GPU of the run, every step.",
@@ -119,6 +123,17 @@ ALERTS: list[Alert] = [
                     *rank("jitter", 1, gen="23 18 21 20 24 17 22 19 23 18 21 20"),
                     *rank("jitter", 2, gen="17 22 24 18 21 20 23 17 22 24 19 21"),
                 ],
+                silent_at="10m"),
+            # the run declared a pause (its lifecycle state paused)
+            Case(
+                title="a declared pause",
+                fire=[steps("r"), *rank("r", 0, gen="20x30"), *rank("r", 1, gen="22x30"),
+                      *rank("r", 2, gen="45x30"), *life([("running", 31, 0)])],
+                at="10m", labels={"phase": "gen", "rank": "2", "instance": "r-2:9464"},
+                desc="Run r: rank 2 (r-2:9464) took at least 2.0x the median rank's time in phase gen on every "
+                     "step of the recent window (over 1.5x and 5 s more).",
+                silent=[steps("r"), *rank("r", 0, gen="20x30"), *rank("r", 1, gen="22x30"),
+                        *rank("r", 2, gen="45x30"), *life([("running", 8, 0), ("paused", 23, 480)])],
                 silent_at="10m"),
         ],
         # the ladder's window must hold only slow steps: 5 steps or more, as many as its tier holds

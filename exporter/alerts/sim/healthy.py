@@ -111,6 +111,10 @@ def healthy(k: int, rng: random.Random, span: int = HEALTHY_STEPS, step_s: int =
     v['rl_policy_clip_ratio{bound="dual"}'] = 0.0
     v["rl_train_inference_nonfinite_ratio"] = 0.0
     v["rl_learning_rate"] = 1e-6 * (0.55 + 0.45 * math.cos(math.pi * p))   # cosine, floor 0.1
+    # the run's lifecycle (a state set): running since it began
+    for state in ("starting", "running", "paused", "finished", "crashed", "restarting"):
+        v[f'rl_run_state{{state="{state}"}}'] = int(state == "running")
+    v["rl_run_state_change_timestamp_seconds"] = 0.0
     # posttrain PPO: policy and critic optimizers advance by the same minibatches per step
     v['+rl_optimizer_steps_total{role="policy"}'] = 4
     v['+rl_optimizer_steps_total{role="critic"}'] = 4

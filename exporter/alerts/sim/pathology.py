@@ -27,6 +27,7 @@ class Pathology:
     entry: str = ""           # the exporter/demo/pathologies.py entry it is read from
     why: str = ""
     loop: bool = False        # the logged step loops (budget in step-times, as stop/down)
+    anonymous: bool = False   # the target reports no run (no rl_run_info at any scrape)
 
     @property
     def timed(self) -> bool:

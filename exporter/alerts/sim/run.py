@@ -268,7 +268,7 @@ class Run:
                     nonfinite[key] = c
                 series.setdefault(key, [None] * j).append(None if gone else nonfinite.get(key))
             series.setdefault("up", []).append(0 if gone else 1)
-            series.setdefault("rl_run_info", []).append(None if gone else 1)
+            series.setdefault("rl_run_info", []).append(None if gone or (pat and pat.anonymous) else 1)
             got = timeline.scrape(ts, per_scrape, gone)
             timed.update(dict.fromkeys(got))
             for key in timed:

@@ -32,9 +32,11 @@ def demo(*args, timeout=60):
 
 
 def test_every_alert_has_a_demo_scenario_that_fires_it():
-    """`--scenario` covers every alert on its own (no second simulator to find)."""
-    demo_alerts = {a for sc, alerts in EXPECTED.items() if sc in SCENARIOS or sc == "crash" for a in alerts}
-    assert demo_alerts == {a.name for a in ALERTS}, sorted({a.name for a in ALERTS} - demo_alerts)
+    """`--scenario` covers every alert on its own (no second simulator to find), but the alert
+    of a target whose trainer never served: the end-to-end test lists a port nobody listens on."""
+    assert set(EXPECTED) - set(SCENARIOS) == {"never-served"}
+    demo_alerts = {a for sc, alerts in EXPECTED.items() if sc in SCENARIOS for a in alerts}
+    assert demo_alerts | set(EXPECTED["never-served"]) == {a.name for a in ALERTS}
     # a scenario named after an alert's subject fires that alert
     assert "RLRolloutLongTail" in EXPECTED["rollout-long-tail"]
     assert EXPECTED["rollout-aborts"] == {"RLRolloutAbortsHigh": ()}

@@ -73,7 +73,7 @@ def test_every_alert_has_an_end_to_end_scenario_and_every_scenario_an_expectatio
     covered = {a for table in (EXPECTED, ENGINE_EXPECTED, RANK_EXPECTED) for alerts in table.values()
                for a in alerts}
     assert covered == {a.name for a in ALERTS}
-    assert set(EXPECTED) - {"crash"} == set(SCENARIOS)
+    assert set(EXPECTED) - {"never-served"} == set(SCENARIOS)
     assert EXPECTED["healthy"] == {}
     for alerts in EXPECTED.values():
         for name, needs in alerts.items():
