@@ -310,8 +310,14 @@ class Fleet:
         r.step += 1
         frame = r.sim.frame(r.step)
         if frame is None:  # the stall scenario: the trainer hangs from its onset on
-            rank0.flush(1.0)  # the last frame's own timestamp first, then the backdated one
-            rank0.store.set("rl_training_step_timestamp_seconds", time.time() - self.stall_age)
+            # the last frame's own timestamp first, then the backdated one: a flush that gave up
+            # early (a loaded machine) would let the worker write the fresh one over it later
+            rank0.flush(30.0)
+            stamp = time.time() - self.stall_age
+            rank0.store.set("rl_training_step_timestamp_seconds", stamp)
+            # ... and the run was running before its last step: a state that began after the
+            # backdated step would be a pause that just ended, which no stall rule counts
+            rank0.store.set("rl_run_state_change_timestamp_seconds", min(rank0.lifecycle.since, stamp))
             return
         rank0.log(translate(frame, r.framework), step=r.step)
         for metric, value, labels in r.sim.side_series(r.step):

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import urllib.error
 
@@ -121,22 +120,27 @@ def test_no_scrape_ever_seen_means_no_wait():
 
 
 def test_excepthooks_are_chained_and_put_back_at_close():
-    seen = []
-    prev_sys, prev_thread = sys.excepthook, threading.excepthook
-    sys.excepthook = lambda *a: seen.append(("sys", a[0].__name__))
-    threading.excepthook = lambda args: seen.append(("thread", args.exc_type.__name__))
-    try:
+    # In a process of its own: the hooks are put back when the *last* live exporter closes, so
+    # an exporter another test left alive in this process would keep ours installed.
+    code = textwrap.dedent("""
+        import sys, threading, time
+        from exporter import Exporter
+        seen = []
+        sys.excepthook = lambda *a: seen.append(("sys", a[0].__name__))
+        threading.excepthook = lambda args: seen.append(("thread", args.exc_type.__name__))
+        prev_sys, prev_thread = sys.excepthook, threading.excepthook
         ex = Exporter(run="hooks", serve=False, gpu=False)
         try:
+            assert sys.excepthook is not prev_sys and threading.excepthook is not prev_thread
             ex.process_now({"actor/entropy": 0.5}, 1, time.time())
             t = threading.Thread(target=lambda: 1 / 0, name="reward-worker")
             t.start()
             t.join()
-            assert seen == [("thread", "ZeroDivisionError")]  # the previous hook ran too
+            assert seen == [("thread", "ZeroDivisionError")], seen  # the previous hook ran too
             snap = ex.lifecycle.snapshot()
             assert snap["state"] == "crashed" and snap["crash"] == {
                 "exception": "ZeroDivisionError",
-                "message": "in thread reward-worker: division by zero"}
+                "message": "in thread reward-worker: division by zero"}, snap
             # a thread's crash is not the process's end: a later step says the run goes on
             time.sleep(0.01)
             ex.process_now({"actor/entropy": 0.5}, 2, time.time())
@@ -145,17 +149,19 @@ def test_excepthooks_are_chained_and_put_back_at_close():
                 raise KeyError("missing")
             except KeyError:
                 sys.excepthook(*sys.exc_info())  # what the interpreter calls at an uncaught one
-            assert seen[-1] == ("sys", "KeyError")
+            assert seen[-1] == ("sys", "KeyError"), seen
             assert ex.lifecycle.state == "crashed" and ex.lifecycle.final
             ex.process_now({"actor/entropy": 0.5}, 3, time.time() + 1)
             assert ex.lifecycle.state == "crashed"  # final: nothing after it counts
         finally:
             ex.close()
         assert ex.lifecycle.state == "crashed"      # close() after the crash keeps it
-        assert sys.excepthook is not prev_sys and threading.excepthook is not prev_thread
-        assert sys.excepthook.__name__ == "<lambda>" and threading.excepthook.__name__ == "<lambda>"
-    finally:
-        sys.excepthook, threading.excepthook = prev_sys, prev_thread
+        assert sys.excepthook is prev_sys and threading.excepthook is prev_thread  # put back
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0 and r.stdout.split() == ["ok"], r.stdout + r.stderr
 
 
 def test_the_hooks_pass_on_in_a_fork_child():
