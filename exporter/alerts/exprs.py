@@ -45,8 +45,13 @@ def over(fn: str, metric: str, sel: str = PRIMARY, by: str = "run", agg: str | N
 
 
 def alternatives(fn, alts, by="run", baseline=False, reward=False) -> str:
-    """The first of several (metric, selector) sources a run has, per label set of `by`."""
-    return " or ".join(over(fn, m, sel, by, baseline=baseline, reward=reward) for m, sel in alts)
+    """The first of several (metric, selector) sources a run has, per label set of `by`. A
+    third element converts that source: an expression in which `$x` stands for it."""
+    out = []
+    for alt in alts:
+        e = over(fn, alt[0], alt[1], by, baseline=baseline, reward=reward)
+        out.append(alt[2].replace("$x", e) if len(alt) > 2 else e)
+    return " or ".join(out)
 
 
 READY = "run:rl_step_window:baseline_steps"
@@ -77,12 +82,19 @@ def nonfinite_persists(metrics) -> str:
     return ladder(" or ".join(parts), "{nonfinite_persist_steps}") + " == 1"
 
 
-def increase_per_step(counter_sel: str) -> str:
-    """How many times a counter rose per step change in the recent window (ladder)."""
+def increase_per_attempt(counter_sel: str) -> str:
+    """How many times a counter of skipped optimizer updates rose per optimizer attempt in the
+    recent window (ladder): over the attempts counter where the run has one (posttrain
+    optim/attempt_id, rl_optimizer_attempts_total), else over the step changes times n_mini
+    (updates per step, rl_config_value); a run with neither is not read."""
     parts = []
     for i in TIERS:
-        parts.append(f"  (max by (run) (increase({counter_sel}[{{w{i}}}])) / on (run) {step_changes(i)})\n"
-                     f"  and on (run) ({step_changes(i)} >= {{recent_min_steps}})")
+        skips = f"max by (run) (increase({counter_sel}[{{w{i}}}]))"
+        parts.append(
+            f"  (\n    {skips}\n    / on (run) (max by (run) (increase(rl_optimizer_attempts_total[{{w{i}}}])) > 0)\n"
+            f"    or\n    {skips}\n    / on (run) ({step_changes(i)} * on (run) max by (run) "
+            f"(rl_config_value{{{{parameter=\"n_mini\"}}}} > 0))\n  )\n"
+            f"  and on (run) ({step_changes(i)} >= {{recent_min_steps}})")
     return "(\n" + "\nor\n".join(parts) + "\n)"
 
 

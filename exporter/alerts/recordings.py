@@ -11,6 +11,17 @@ from .exprs import (PAUSED_NOW, PRIMARY, READY, RUN_STEP, SEAM, SEGMENT_START, S
                     over, run_state, step_changes)
 from .model import Recording
 
+_ROLLOUT_ID = 'max by (run) (rl_step_counter{{counter="rollout", stat="", split=""}})'
+MILES_WEIGHT_LAG = (
+    f"floor(\n  {_ROLLOUT_ID}\n  / on (run) (max by (run) "
+    '(rl_config_value{{parameter="update_weights_interval"}} > 0)'
+    f" or on (run) 0 * {_ROLLOUT_ID} + 1)\n) + 1\n"
+    '- on (run) min by (run) (rl_sample_weight_version{{stat="min", split=""}})')
+# assistant turns from veRL's message count (prompt + assistant + tool messages)
+MESSAGES_TO_TURNS = "(($x - 1) / 2)"
+# the KL from the signed, coefficient-scaled in-reward term: -term / kl_reward_coef
+KL_FROM_TERM = ('(-1 * $x\n  / on (run) max by (run) (rl_config_value{{parameter="kl_reward_coef"}} > 0))')
+
 
 def _pair(name: str, alts, by: str = "run", fn: str = "avg_over_time",
           base_fn: str = "avg_over_time", reward: bool = False) -> list[Recording]:
@@ -69,17 +80,22 @@ def _recordings() -> list[Recording]:
         Recording("run:rl_task_reward:max_baseline_trend",
                   ladder("max by (run) (max_over_time(run:rl_task_reward:avg_baseline[{RTW}]))"
                          + _AFTER_SEAM.replace("{TWS}", "{RTWS}"))),
-        *_pair("rl_entropy", [("rl_entropy", PRIMARY)]),
+        # the framework's own entropy first; the update pass only where it logs no other
+        # (OpenRLHF entropy_loss is unlabelled; slime without --use-rollout-entropy)
+        *_pair("rl_entropy", [("rl_entropy", '{{stat="", split="", phase=""}}'),
+                              ("rl_entropy", '{{stat="", split="", phase="update"}}')]),
         # medians: one skipped step's Inf must not move the level
         *_pair("rl_grad_norm", [("rl_grad_norm", PRIMARY)], fn="median", base_fn="median"),
         Recording("run:rl_grad_norm:max_baseline",
                   ladder(over("max_over_time", "rl_grad_norm", baseline=True)) + f"\nand on (run) {READY}"),
         # one name for the KL to the reference (veRL actor/kl_loss, slime kl_loss, TRL kl)
         # ... or, where a run logs none, the KL it folds into the reward (veRL use_kl_in_reward:
-        # actor/reward_kl_penalty, critic/kl; slime/Miles rollout/kl), before the coefficient.
-        # AReaL's kl_rewards is the negative per-token penalty and never crosses a KL bound;
+        # actor/reward_kl_penalty, critic/kl; slime/Miles rollout/kl), before the coefficient;
+        # or AReaL's kl_rewards (-kl_ctl x KL per token) divided by -kl_ctl, which the AReaL
+        # integration captures as kl_reward_coef (0 without a reference model: nothing to read).
         # TRL's non_score_reward is a sum (stat="sum") and not selected.
-        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY), ("rl_reward_kl_penalty", PRIMARY)]),
+        *_pair("rl_reference_kl", [("rl_reference_kl", PRIMARY), ("rl_reward_kl_penalty", PRIMARY),
+                                   ("rl_reward_kl_term", PRIMARY, KL_FROM_TERM)]),
         Recording("run:rl_reference_kl_max:avg_baseline",
                   ladder(over("avg_over_time", "rl_reference_kl", '{{stat="max", split=""}}', baseline=True))
                   + f"\nand on (run) {READY}"),
@@ -98,14 +114,27 @@ def _recordings() -> list[Recording]:
         # a real k3 rise behind a negative k1.
         *_pair("rl_train_inference_kl", [("rl_train_inference_kl", '{{stat="", split="", estimator="k3"}}'),
                                          ("rl_train_inference_kl", '{{stat="", split="", estimator="k1"}}')]),
+        # Miles logs the weight version of its samples, not their staleness: the weights are
+        # pushed once before training and then every update_weights_interval rollouts
+        # (miles/train.py:52, update_weight_from_tensor.py:241), so while rollout r trains the
+        # engine's current version is 1 + floor(r / interval), and its oldest sample's lag, in
+        # weight versions, is that minus the oldest version of the batch (0 in a synchronous
+        # run, 1 one step off). rl_training_step counts optimizer steps (n_mini per rollout),
+        # so training step minus version would grow through a healthy run.
+        Recording("run:rl_sample_weight_version:lag", MILES_WEIGHT_LAG),
         # staleness against the last published checkpoint (AReaL theta, reference=""), not the
-        # proximal policy's (reference="proximal"): two references, never averaged together
-        *_pair("rl_sample_staleness_steps", [("rl_sample_staleness_steps", STALE_SEL)]),
+        # proximal policy's (reference="proximal"): two references, never averaged together;
+        # Miles' lag in weight versions where a run logs no staleness
+        *_pair("rl_sample_staleness_steps", [("rl_sample_staleness_steps", STALE_SEL),
+                                             ("run:rl_sample_weight_version:lag", "")]),
         *_pair("rl_preference_reward_margin", [("rl_preference_reward_margin", PRIMARY)]),
         *_pair("rl_moe_load_imbalance_ratio", [("rl_moe_load_imbalance_ratio", PRIMARY)], by="run, layer"),
-        # turns: the per-step maximum where logged (veRL num_turns/max), else the mean (AReaL
-        # rollout/num_turns); recent maximum against the baseline mean
-        *_pair("rl_turns", [("rl_turns", '{{stat="max", split=""}}'), ("rl_turns", PRIMARY)],
+        # assistant turns: the per-step maximum where logged, else the mean (AReaL
+        # rollout/num_turns); veRL counts messages, prompt included (num_turns/max): (m - 1) / 2.
+        # Recent maximum against the baseline mean
+        *_pair("rl_turns", [("rl_turns", '{{stat="max", split=""}}'),
+                            ("rl_turn_messages", '{{stat="max", split=""}}', MESSAGES_TO_TURNS),
+                            ("rl_turns", PRIMARY), ("rl_turn_messages", PRIMARY, MESSAGES_TO_TURNS)],
                fn="max_over_time"),
         *_pair("hw_gpu_memory_usage_bytes", [("hw_gpu_memory_usage_bytes", "")], by="run, instance, gpu"),
         Recording("run:rl_training_step_timestamp_seconds:age", STEP_AGE),
@@ -194,6 +223,16 @@ def _gp(sel: str = "", window: str = "{goodput_window}") -> str:
 
 
 _GP_TOTAL = "sum by (run) (" + _gp() + ")"
+
+
+def _class_sel(cls: str) -> str:
+    from exporter.core.goodput import CLASS_OF
+    return '{{bucket=~"' + "|".join(b for b, c in CLASS_OF.items() if c == cls) + '"}}'
+
+
+# a run with seconds whose class depends on a mode it did not report (docs/goodput.md): its
+# ratio is not comparable with another run's
+_GP_UNCLASSIFIED = "(sum by (run) (" + _gp('{{bucket="rollout_unclassified"}}') + ") > 0)"
 # a run whose window holds no step time at all (a crash loop redoes steps: all restart) is 0
 _GP_STEP = "(sum by (run) (" + _gp('{{bucket="step"}}') + f") or on (run) 0 * {_GP_TOTAL})"
 
@@ -218,10 +257,24 @@ RECORDINGS += [
     # ... and every bucket's
     Recording("run_bucket:rl_goodput:share_1h",
               f"{_gp()}\n/ on (run) group_left () ({_GP_TOTAL} > 0)"),
-    # fleet: productive GPU-seconds over accounted GPU-seconds (a 64-GPU run weighs 64 times
-    # a 1-GPU one)
+    # each class's share: productive, overhead (required), waste, unclassified
+    Recording("run_class:rl_goodput:share_1h", "\nor\n".join(
+        f'label_replace(\n  (sum by (run) ({_gp(_class_sel(c))}) or on (run) 0 * {_GP_TOTAL})\n'
+        f'  / on (run) ({_GP_TOTAL} > 0),\n  "class", "{c}", "", "")'
+        for c in ("productive", "overhead", "waste", "unclassified"))),
+    # the ratio where every second is classified the way another framework's would be
+    Recording("run:rl_goodput:comparable_ratio_1h",
+              f"run:rl_goodput:ratio_1h\nunless on (run) {_GP_UNCLASSIFIED}"),
+    # 1 - the waste share of a comparable run: what the dashboards colour (required overhead
+    # is no badput to paint)
+    Recording("run:rl_goodput:not_wasted_ratio_1h",
+              f"1 - (sum by (run) ({_gp(_class_sel('waste'))}) or on (run) 0 * {_GP_TOTAL})\n"
+              f"/ on (run) ({_GP_TOTAL} > 0)\nunless on (run) {_GP_UNCLASSIFIED}"),
+    # fleet: productive GPU-seconds over accounted GPU-seconds of the comparable runs (a 64-GPU
+    # run weighs 64 times a 1-GPU one)
     Recording(":rl_goodput:ratio_1h",
-              f"{_gpu_weighted(_GP_STEP)}\n/\n({_gpu_weighted(_GP_TOTAL)} > 0)"),
+              f"{_gpu_weighted(f'({_GP_STEP} unless on (run) {_GP_UNCLASSIFIED})')}\n/\n"
+              f"({_gpu_weighted(f'({_GP_TOTAL} unless on (run) {_GP_UNCLASSIFIED})')} > 0)"),
     # the fleet table: GPU-hours per run and bucket over the last day
     Recording("run_bucket:rl_goodput_gpu_hours:increase_1d",
               f"{_gp(window='{goodput_fleet_window}')}\n* on (run) group_left () {_gpus('{goodput_fleet_window}')} / 3600"),

@@ -85,25 +85,50 @@ def render_tests() -> str:
     # spends all of its 59 s a minute redoing steps. Read at 61m, the rules are those of the 60m
     # evaluation (every 5m): the windows hold the samples of 0m-60m, r's step 1350 + 1305 = 2655 s
     # and restart 450 + 435 = 885 s (increase() adds back what the reset dropped; a counter that
-    # starts at 0 is not extrapolated), q's restart 59 x 60 s.
+    # starts at 0 is not extrapolated), q's restart 59 x 60 s. Run m is a synchronous Miles run
+    # (50 s step, 9 s log-prob pass, 1 s weight push a minute: all required, nothing wasted);
+    # run u reported no mode, so its 30 s rollout call a minute is unclassified.
+    def gp(run, bucket, values):
+        return {"series": f'rl_goodput_seconds_total{{run="{run}", bucket="{bucket}"}}', "values": values}
     tests.append({
-        "name": "recording rules: goodput ratio, bucket shares, fleet ratio by GPUs, GPU-hours",
+        "name": "recording rules: goodput ratio, bucket and class shares, comparable runs, fleet ratio by GPUs, GPU-hours",
         "interval": "1m",
         "input_series": [s("rl_goodput_seconds_total", "0+45x30 0+45x30", bucket="step"),
                          s("rl_goodput_seconds_total", "0+15x30 0+15x30", bucket="restart"),
-                         {"series": 'rl_goodput_seconds_total{run="q", bucket="restart"}', "values": "0+59x61"}]
+                         {"series": 'rl_goodput_seconds_total{run="q", bucket="restart"}', "values": "0+59x61"},
+                         gp("m", "step", "0+50x61"), gp("m", "logprob_recompute", "0+9x61"),
+                         gp("m", "weight_sync", "0+1x61"),
+                         gp("u", "step", "0+30x61"), gp("u", "rollout_unclassified", "0+30x61")]
         + [s("hw_gpu_memory_limit_bytes", "80e9x61", gpu=str(g)) for g in range(8)],
         "promql_expr_test": [
             {"expr": "run:rl_goodput:ratio_1h", "eval_time": "61m",
              "exp_samples": [{"labels": 'run:rl_goodput:ratio_1h{run="r"}', "value": 0.75},
-                             {"labels": 'run:rl_goodput:ratio_1h{run="q"}', "value": 0}]},
+                             {"labels": 'run:rl_goodput:ratio_1h{run="q"}', "value": 0},
+                             {"labels": 'run:rl_goodput:ratio_1h{run="m"}', "value": 3000 / 3600},
+                             {"labels": 'run:rl_goodput:ratio_1h{run="u"}', "value": 0.5}]},
+            # u's ratio is not comparable; m's required overhead is not waste
+            {"expr": "run:rl_goodput:comparable_ratio_1h", "eval_time": "61m",
+             "exp_samples": [{"labels": 'run:rl_goodput:comparable_ratio_1h{run="r"}', "value": 0.75},
+                             {"labels": 'run:rl_goodput:comparable_ratio_1h{run="q"}', "value": 0},
+                             {"labels": 'run:rl_goodput:comparable_ratio_1h{run="m"}', "value": 3000 / 3600}]},
+            {"expr": "run:rl_goodput:not_wasted_ratio_1h", "eval_time": "61m",
+             "exp_samples": [{"labels": 'run:rl_goodput:not_wasted_ratio_1h{run="r"}', "value": 0.75},
+                             {"labels": 'run:rl_goodput:not_wasted_ratio_1h{run="q"}', "value": 0},
+                             {"labels": 'run:rl_goodput:not_wasted_ratio_1h{run="m"}', "value": 1}]},
+            {"expr": 'run_class:rl_goodput:share_1h{run="m"}', "eval_time": "61m",
+             "exp_samples": [{"labels": 'run_class:rl_goodput:share_1h{run="m", class="productive"}', "value": 3000 / 3600},
+                             {"labels": 'run_class:rl_goodput:share_1h{run="m", class="overhead"}', "value": 600 / 3600},
+                             {"labels": 'run_class:rl_goodput:share_1h{run="m", class="waste"}', "value": 0},
+                             {"labels": 'run_class:rl_goodput:share_1h{run="m", class="unclassified"}', "value": 0}]},
             {"expr": 'run_bucket:rl_goodput:share_1h{run="r"}', "eval_time": "61m",
              "exp_samples": [{"labels": 'run_bucket:rl_goodput:share_1h{run="r", bucket="step"}', "value": 0.75},
                              {"labels": 'run_bucket:rl_goodput:share_1h{run="r", bucket="restart"}',
                               "value": 0.25}]},
-            # productive GPU-seconds over accounted GPU-seconds: 8 x 2655 / (8 x 3540 + 1 x 3540)
+            # productive GPU-seconds over accounted GPU-seconds of the comparable runs (u is not):
+            # (8 x 2655 + 3000) / (8 x 3540 + 1 x 3540 + 1 x 3600)
             {"expr": ":rl_goodput:ratio_1h", "eval_time": "61m",
-             "exp_samples": [{"labels": ":rl_goodput:ratio_1h", "value": 8 * 2655 / (8 * 3540 + 3540)}]},
+             "exp_samples": [{"labels": ":rl_goodput:ratio_1h",
+                              "value": (8 * 2655 + 3000) / (8 * 3540 + 3540 + 3600)}]},
             {"expr": 'run_bucket:rl_goodput_gpu_hours:increase_1d{run="r"}', "eval_time": "61m",
              "exp_samples": [{"labels": 'run_bucket:rl_goodput_gpu_hours:increase_1d{run="r", bucket="step"}',
                               "value": 2655 * 8 / 3600},

@@ -83,7 +83,10 @@ METRICS: list[Metric] = [
     # ---------------------------------------------------------------- validation
     g("rl_validation_score", "1",
       "Held-out score per data source: veRL val-core/val-aux `{data_source}/{var}/{estimator}@{n}` "
-      "(tier core|aux), slime/Miles eval/{dataset}, posttrain val/reward_avg. Look here first.",
+      "(tier core|aux), slime/Miles eval/{dataset}, posttrain val/reward_avg, OpenRLHF "
+      "eval_{ds}_pass{n}. `var` says its scale: acc|accuracy a 0..1 share; reward the reward's "
+      "own scale (veRL falls back to it where a dataset has no acc, slime/Miles, posttrain and "
+      "OpenRLHF always log it; an RM's can run -5..5). Look here first.",
       "data_source", "var", "estimator", "n", "tier", group="validation"),
     g("rl_validation_loss", "1", "Held-out objective loss (HF/TRL eval_loss, posttrain val/loss_avg).",
       group="validation"),
@@ -91,15 +94,20 @@ METRICS: list[Metric] = [
       group="validation"),
     # ---------------------------------------------------------------- reward
     g("rl_reward", "1",
-      "Reward used for training per sequence (veRL critic/rewards = score minus in-reward KL; "
-      "TRL reward = weighted sum of reward functions; OpenRLHF reward; AReaL rollout/reward; "
-      "posttrain train/reward_*). subset=generated: every generated "
+      "The trainer's reward per sequence before any KL shaping (TRL reward = weighted sum of "
+      "reward functions; OpenRLHF reward; AReaL rollout/reward; posttrain train/reward_*). "
+      "The reward after in-reward KL shaping is rl_shaped_reward. subset=generated: every generated "
       "sample before dynamic filtering (OpenRLHF rollout/reward_mean).", "subset",
       agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_normalized_reward", "1",
       "Reward after per-group normalisation ((r - group mean) / group std), the value slime/Miles "
       "log as rollout/rewards. Near 0 by construction: read rl_reward for the task reward.",
       agg=WMEAN, weight=SEQ, group="reward"),
+    g("rl_shaped_reward", "1",
+      "Reward per sequence after the in-reward KL shaping, score - beta x KL (veRL critic/rewards: "
+      "token_level_scores - beta * kld summed, verl/trainer/ppo/ray_trainer.py:106, equal to "
+      "critic/score without algorithm.use_kl_in_reward; TRL objective/rlhf_reward = score + "
+      "non_score_reward).", agg=WMEAN, weight=SEQ, group="reward"),
     g("rl_score", "1",
       "Raw task score per sequence before any KL shaping or normalisation (veRL critic/score, "
       "slime/Miles rollout/raw_reward, OpenRLHF score, AReaL task_reward).", agg=WMEAN, weight=SEQ, group="reward"),
@@ -113,10 +121,17 @@ METRICS: list[Metric] = [
     g("rl_return", "1", "Returns (advantages plus values) over valid tokens.", agg=WMEAN, weight=TOK,
       group="reward"),
     g("rl_reward_kl_penalty", "1",
-      "KL folded into the reward: before the coefficient for veRL actor/reward_kl_penalty and "
-      "critic/kl and slime/Miles rollout/kl (the KL to the reference); AReaL kl_rewards is the "
-      "per-token penalty itself (-coef x KL); TRL PPO objective/non_score_reward is its negative "
-      "sum (stat=sum).", group="reward"),
+      "The KL to the reference that is folded into the reward, before the coefficient: a KL "
+      "estimate, not negative for k3 (veRL actor/reward_kl_penalty and critic/kl, per "
+      "algorithm.kl_penalty; slime/Miles rollout/kl, 0 when --kl-coef is 0 because it is not "
+      "computed then). The coefficient-scaled, signed term is rl_reward_kl_term.", group="reward"),
+    g("rl_reward_kl_term", "1",
+      "The KL term as it enters the reward, coefficient and sign included: -coef x KL (AReaL "
+      "ppo_actor/kl_rewards = -kl_ctl x KL per valid token, areal/trainer/ppo/actor.py:202; TRL "
+      "objective/non_score_reward and the legacy ppo/mean_non_score_reward, summed per sequence: "
+      "stat=sum). Divided by -rl_config_value{parameter=\"kl_reward_coef\"} it is the KL "
+      "(run:rl_reference_kl:* read AReaL's that way); its stat=max is the smallest KL.",
+      agg=WMEAN, weight=TOK, group="reward"),
     g("rl_pass_at_k_ratio", "1", "Training-rollout pass@k (slime/Miles passrate/pass@k).", "k",
       group="reward"),
     # ---------------------------------------------------------------- GRPO groups
@@ -150,26 +165,32 @@ METRICS: list[Metric] = [
       "Fraction of responses the clip touched (GSPO sequence level; posttrain train/seq_clip_frac).",
       agg=WMEAN, weight=SEQ, group="policy"),
     g("rl_policy_kl", "1",
-      "Approximate KL between the sampling (old) and current policy inside the PPO ratio "
-      "(veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl, AReaL approx_kl, TRL PPO policy/approxkl_avg). "
-      "estimator=k1 where a trainer logs the plain mean log ratio next to it (TRL legacy "
-      "ppo/policy/policykl).", "estimator", agg=WMEAN, weight=TOK, group="policy"),
+      "Approximate KL between the sampling (old) and current policy inside the PPO ratio, "
+      "mean(log pi_old - log pi) (veRL/slime actor|train/ppo_kl, OpenRLHF ppo_kl; AReaL approx_kl "
+      "is new - old, functional.py:548, and is negated). estimator=k2: TRL PPO "
+      "policy/approxkl_avg and ppo/policy/approxkl, 0.5 x mean(log ratio^2); estimator=k1 where a "
+      "trainer logs the plain mean log ratio next to that (TRL legacy ppo/policy/policykl).",
+      "estimator", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_reference_kl", "1",
       "KL of the policy to the frozen reference, before the coefficient: TRL kl, OpenRLHF kl, "
       "veRL actor/kl_loss, slime/Miles train/kl_loss, posttrain train/kl_mean (k3; "
       "stat=max for train/kl_max), TRL PPO objective/kl, generic KTO loss/kl. `estimator` (k1|k2|k3) "
       "where the key fixes it.", "estimator", agg=WMEAN, weight=TOK, group="policy"),
-    g("rl_kl_coefficient", "1", "KL coefficient / beta in use (veRL actor/kl_coef, posttrain kl_beta).",
-      agg=LAST, group="policy"),
+    g("rl_kl_coefficient", "1",
+      "KL coefficient / beta in use, per target: target=loss, the KL term of the loss (veRL "
+      "actor/kl_coef = actor.kl_loss_coef, verl/workers/utils/losses.py:142; posttrain kl_beta; "
+      "TRL online-DPO beta); target=reward, the KL folded into the reward (veRL "
+      "actor/reward_kl_penalty_coeff and critic/kl_coeff, OpenRLHF k_coef, TRL PPO "
+      "objective/kl_coef).", "target", agg=LAST, group="policy"),
     g("rl_entropy", "1",
-      "Mean token entropy of the policy (veRL actor/entropy, and actor/entropy_loss up to "
-      "v0.3.0.post1; TRL entropy, AReaL entropy, "
-      "posttrain train/entropy, slime rollout/entropy). A fast drop is policy collapse.",
-      agg=WMEAN, weight=TOK, group="policy"),
-    g("rl_entropy_loss", "1",
-      "Entropy term of the loss (slime/Miles train/entropy_loss, OpenRLHF entropy_loss). veRL's "
-      "actor/entropy_loss is the entropy itself and lands on rl_entropy.",
-      agg=WMEAN, weight=TOK, group="policy"),
+      "Mean token entropy of the policy, before any coefficient (veRL actor/entropy, TRL "
+      "entropy, AReaL entropy, OpenRLHF entropy_loss, posttrain train/entropy, slime/Miles "
+      "rollout/entropy). phase=update: the entropy of the policy being updated, averaged over "
+      "the update's micro-batches (the term an entropy coefficient multiplies), from a framework "
+      "that also logs its rollout/old-policy entropy in the same step: veRL actor/entropy_loss, "
+      "slime/Miles train/entropy_loss. Every one of these keys is the entropy itself, never "
+      "coefficient x entropy (docs/vocabulary.md, conformance). A fast drop is policy collapse.",
+      "phase", agg=WMEAN, weight=TOK, group="policy"),
     g("rl_entropy_coefficient", "1", "Entropy bonus coefficient (TRL entropy_coef).", agg=LAST,
       group="policy"),
     g("rl_grad_norm", "1",
@@ -372,7 +393,12 @@ METRICS: list[Metric] = [
       "A configuration value the trainer echoes into its metrics, so a curve says which setting "
       "produced it (AReaL ppo_actor|ppo_critic/eps_clip, c_clip, use_dual_clip, rs_upper|rs_lower, "
       "mask_no_eos_with_zero; posttrain optim/finite_gradient_check_enabled). Booleans are 0/1. "
-      "`parameter` is the framework's own name.", "parameter", "role", agg=LAST, group="run"),
+      "`parameter` is the framework's own name, except for the settings the rules read, which "
+      "the integrations and the sidecar's config reader export under one name each "
+      "(exporter/catalog/config_echo.py: n_mini, max_grad_norm, max_response_length, "
+      "rollout_gpu_memory_fraction, total_training_steps, pi_old_from_rollout, kl_loss_coef, "
+      "kl_reward_coef, async_training, colocated, update_weights_interval).",
+      "parameter", "role", agg=LAST, group="run"),
     g("rl_distillation_divergence", "1",
       "Policy-to-teacher divergence in on-policy distillation (slime/Miles train/opd_reverse_kl = "
       "sampled-token reverse KL; posttrain train/opd_divergence, token-weighted).",

@@ -16,6 +16,7 @@ from .model import MEAN, STAT_NAMES, Alias, Metric, Vocabulary, stat_rule
 FALLBACK_METRIC = "rl_unmapped_value"
 MAX_LABEL_VALUE = 128  # longer label values are cut and suffixed with a hash, so they stay distinct
 
+_SWAPPED = {"min": "max", "max": "min"}
 _STAT_SUFFIX = re.compile(r"^(?P<base>.+)/(?P<stat>avg|mean|min|max|std|median|var)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # Unicode categories never in a label
@@ -134,6 +135,8 @@ class Resolver:
                 if base is not None and base.metric is not None and "stat" in base.metric.labels \
                         and not any(k == "stat" for k, _ in base.labels):
                     stat = STAT_NAMES[m.group("stat")]
+                    if base.scale < 0 and stat in _SWAPPED:  # a negated key: its max is our min
+                        stat = _SWAPPED[stat]
                     labels = dict(base.labels)
                     if stat != "mean":
                         labels["stat"] = stat

@@ -25,9 +25,11 @@ def _labels(labels) -> str:
 # One meaning, one series: each reward meaning and the series it lands on, in table order.
 REWARD_MEANINGS = (
     ("rl_score", "raw task reward (before KL shaping or normalisation)"),
-    ("rl_reward", "shaped / training reward (score minus the in-reward KL, or the trainer's reward)"),
+    ("rl_reward", "the trainer's reward before KL shaping"),
+    ("rl_shaped_reward", "reward after the in-reward KL (score - beta x KL)"),
     ("rl_normalized_reward", "normalised (per-group (r - mean) / std)"),
-    ("rl_reward_kl_penalty", "KL folded into the reward"),
+    ("rl_reward_kl_penalty", "KL folded into the reward, before the coefficient"),
+    ("rl_reward_kl_term", "the reward's KL term, -coef x KL"),
 )
 
 
@@ -45,15 +47,49 @@ def reward_table(catalog=CATALOG) -> list[str]:
            "The same meaning lands on the same series in every framework. The alert rules read "
            "the raw task reward (`rl_score`) first and `rl_reward` only where a run logs no raw "
            "score; nothing reads `rl_normalized_reward` (about 0 by construction). `rl_reward` is "
-           "the reward the trainer optimises: where a framework folds no KL into it (TRL GRPO, "
-           "posttrain, AReaL's rollout reward) it carries the raw reward too, and a framework "
-           "with a `—` under `rl_score` logs no separate raw score.", "",
+           "the trainer's reward before any KL shaping (TRL GRPO, OpenRLHF, posttrain, AReaL's "
+           "rollout reward), `rl_shaped_reward` the reward after it; a framework with a `—` under "
+           "`rl_score` logs no separate raw score. The KL to the reference that a reward carries "
+           "is `rl_reward_kl_penalty` before the coefficient, `rl_reward_kl_term` with it "
+           "(-coef x KL: AReaL, TRL PPO); run:rl_reference_kl:* divide AReaL's term by "
+           "-kl_reward_coef.", "",
            "| framework | " + " | ".join(f"{m}: {what}" for m, what in REWARD_MEANINGS) + " |",
            "|---|" + "---|" * len(REWARD_MEANINGS)]
     for fw in FRAMEWORKS:
         v = catalog.vocabularies[fw]
         cells = [", ".join(_keys_of(v, m)) or "—" for m, _ in REWARD_MEANINGS]
         out.append(f"| {fw} | " + " | ".join(_cell(c) for c in cells) + " |")
+    return out
+
+
+def conformance_table(catalog=CATALOG) -> list[str]:
+    """Every series fed by more than one framework: each framework's keys, their meaning at the
+    pinned release with its source line, and the verdict (exporter/catalog/conformance.py)."""
+    from .conformance import PINS, TABLE
+    out = ["## Conformance: one meaning per series", "",
+           "Every canonical series more than one framework feeds, checked against each framework's "
+           "source at the pinned release. `mapped`: the keys are the series' quantity as they are; "
+           "`converted`: after the stated factor; `labelled`: a label keeps differing keys apart; "
+           "`split`: the key means something else and feeds the series named; `open`: a difference "
+           "that depends on a setting no log carries. Pins: " + "; ".join(
+               f"{fw} = {pin}" for fw, pin in PINS.items()) + ".", "",
+           "| series | framework | keys | meaning at the pinned release | source | verdict |",
+           "|---|---|---|---|---|---|"]
+    for metric in sorted(TABLE):
+        for r in TABLE[metric]:
+            keys = []
+            for fw in r.frameworks:
+                v = catalog.vocabularies[fw]
+                ks = [k for k, a in v.keys.items() if a.metric == metric]
+                ks += [p.regex.pattern for p in v.patterns if p.alias.metric == metric]
+                if metric == "rl_training_step":
+                    ks += list(v.step_keys)
+                if ks:
+                    shown = ", ".join(f"`{k}`" for k in ks[:4]) + (f" (+{len(ks) - 4})" if len(ks) > 4 else "")
+                    keys.append(shown if len(r.frameworks) == 1 else f"{fw}: {shown}")
+            verdict = r.verdict + (f": {r.note}" if r.note else "")
+            out.append(f"| `{metric}` | {', '.join(r.frameworks)} | {_cell('; '.join(keys)) or '(moved)'} | "
+                       f"{_cell(r.meaning)} | {_cell(r.source)} | {_cell(verdict)} |")
     return out
 
 
@@ -79,6 +115,7 @@ def render(catalog=CATALOG) -> str:
     for old, new, why in RENAMED:
         out.append(f"| `{_cell(old)}` | `{_cell(new)}` | {_cell(why)} |")
     out += ["", *reward_table(catalog)]
+    out += ["", *conformance_table(catalog)]
     out += ["", "## Keys by canonical metric", ""]
     by_metric: dict[str, list] = {}
     for fw in FRAMEWORKS:

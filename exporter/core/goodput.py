@@ -7,11 +7,14 @@ the wall time since the previous step (its interval) is split:
 - restart: the whole interval when the step is not past the highest step seen (steps
   redone after resuming from an older checkpoint, and the downtime before them);
 - the badput phases reported for the step (the phase -> bucket table PHASE_BUCKETS below,
-  matched on the `phase` label the catalog gives a framework's timing keys), scaled down
+  matched on the `phase` label the catalog gives a framework's timing keys; the phases whose
+  meaning depends on the run's mode, MODE_PHASES, by rl_config_value{parameter=
+  "async_training"}; a phase nested in another one reported beside it, NESTED, taken out of
+  it so no second is booked twice), scaled down
   to fit the interval when they, or the step's own reported duration, exceed it (badput
   beyond the interval, up to one interval's worth, is offered to the next: a timer window
   is often published just after its step's frame);
-- rollout_wait also gets the long tail of generation where the framework reports the
+- rollout_tail gets the long tail of generation where the framework reports the
   slowest sample beside the mean (veRL agent loop: max - mean of generate_sequences);
 - paused: time in a declared pause (a phase named as the alert rules' pause_phases:
   pause, heat_guard, thermal_pause): neither productive nor stalled. Where the pause was seen
@@ -45,8 +48,47 @@ from .thresholds import DEFAULT, PAUSE_PHASES, HangThresholds
 METRIC = "rl_goodput_seconds_total"
 PRODUCTIVE = "step"
 PAUSED = "paused"
-BUCKETS = (PRODUCTIVE, "startup", "checkpoint", "validation", "weight_sync", "rollout_wait",
-           "logprob_recompute", "stalled", "restart", PAUSED)
+UNCLASSIFIED_ROLLOUT = "rollout_unclassified"
+BUCKETS = (PRODUCTIVE, "startup", "checkpoint", "validation", "weight_sync", "offload",
+           "logprob_recompute", "reference_logprob", "rollout_tail", UNCLASSIFIED_ROLLOUT,
+           "rollout_wait", "stalled", "restart", PAUSED)
+
+# What each bucket is: productive (the step: generation, scoring, the update); overhead, time
+# the algorithm or the run's own plan requires (the pi_old pass, required at n_mini > 1 and for
+# rollout correction; the reference pass, required with a KL coefficient above 0; weight sync;
+# offload/onload between trainer and engine on shared GPUs; checkpoints, validation, start-up;
+# the long tail of generation, which a synchronous batch waits for by construction;
+# a pause the run declares); waste,
+# time nothing needed (an async trainer idle for samples, a stall, redone steps); unclassified,
+# the trainer's rollout call in a run whose mode is unknown (the step's own rollout if it is
+# synchronous, idle waiting if async), so the run's ratio is not comparable with others'.
+PRODUCTIVE_CLASS, OVERHEAD, WASTE, UNCLASSIFIED = "productive", "overhead", "waste", "unclassified"
+CLASS_OF = {PRODUCTIVE: PRODUCTIVE_CLASS, "startup": OVERHEAD, "checkpoint": OVERHEAD,
+            "validation": OVERHEAD, "weight_sync": OVERHEAD, "offload": OVERHEAD,
+            "logprob_recompute": OVERHEAD, "reference_logprob": OVERHEAD, "rollout_tail": OVERHEAD,
+            UNCLASSIFIED_ROLLOUT: UNCLASSIFIED,
+            "rollout_wait": WASTE, "stalled": WASTE, "restart": WASTE,
+            PAUSED: OVERHEAD}  # a pause the run declares (a heat guard, a preemption wait)
+CLASSES = (PRODUCTIVE_CLASS, OVERHEAD, WASTE, UNCLASSIFIED)
+ASYNC_SETTING = "async_training"   # rl_config_value{parameter=...}, captured by the integrations
+
+# The trainer's call for its next batch: the rollout itself in a synchronous run (veRL's sync
+# trainer gen, slime/Miles train.py's train_wait, AReaL at max_head_offpolicyness 0), the wait
+# for samples another process generates in an async one (veRL's async trainers, train_async.py,
+# AReaL's off-policy rollouts). AReaL's timeperf/rollout is phase "rollout_batch" (the catalog).
+MODE_PHASES = frozenset({"gen", "train_wait", "rollout_batch"})
+# phase -> the phases that run inside it and are reported beside it, each booked in its own
+# bucket and taken out of the outer one (slime/Miles train_wait holds the weight push,
+# offload/onload, the save and eval between two train() calls; veRL's fully-async
+# total_wait_time is part of gen)
+NESTED = {
+    "train_wait": ("update_weights", "sleep", "wake_up", "save_model", "eval_rollout",
+                   "ref_model_update"),
+    "gen": ("wait_for_samples", "agent_loop_tail"),
+}
+# the slowest sample's lead over the mean in veRL's agent loop (generate_sequences max - mean):
+# inside gen in a synchronous run; off the trainer's clock (the rollouter's) in an async one
+_TAIL = "agent_loop_tail"
 
 # The one phase -> bucket table (first match wins; matched on the sanitized `phase` label,
 # case-insensitively). Phases no row matches are productive step time. The phase names
@@ -54,21 +96,29 @@ BUCKETS = (PRODUCTIVE, "startup", "checkpoint", "validation", "weight_sync", "ro
 PHASE_BUCKETS: tuple[tuple[str, str], ...] = (
     # a declared pause of the whole run (thresholds.PAUSE_PHASES, the rules' pause_phases)
     (PAUSED, rf"^(?:{PAUSE_PHASES})$"),
-    # veRL save_checkpoint, AReaL save / checkpoint_for_recover, generic checkpoint
+    # veRL save_checkpoint, AReaL save / checkpoint_for_recover, slime save_model, generic checkpoint
     ("checkpoint", r"save|checkpoint|ckpt"),
     # veRL testing, AReaL eval, slime/Miles eval_rollout, TRL/HF eval, generic validation
     ("validation", r"^(testing|test|eval|evaluate|evaluation|validate|validation|val)$"
                    r"|^(eval|val|validate)_|_(eval|validation)$"),
-    # veRL update_weights / reshard / param_sync, AReaL update_weights, OpenRLHF broadcast,
-    # slime/Miles update_weights / ref_model_update, TRL _move_model_to_vllm
-    ("weight_sync", r"update_weights|weight_sync|sync_weights|param_sync|reshard|broadcast"
-                    r"|move_model_to_vllm|ref_model_update"),
-    # veRL fully-async wait_for_samples / wait_for_enough_samples, slime/Miles train_wait
+    # veRL update_weights / param_sync / one-step-off sync_rollout_weights, AReaL update_weights,
+    # OpenRLHF broadcast, slime/Miles update_weights / ref_model_update, TRL 1.16
+    # GRPOTrainer.sync_weights (before 1.x _move_model_to_vllm)
+    ("weight_sync", r"update_weights|weight_sync|sync_weights|sync_rollout_weights|param_sync"
+                    r"|reshard|broadcast|move_model_to_vllm|ref_model_update"),
+    # moving state between trainer and engine on shared GPUs: slime/Miles sleep / wake_up, veRL
+    # v1 switch_to_trainer / switch_to_rollout, AReaL {role}_onload|offload and the rollout's
+    # pause / offload / onload / continue / resume around a weight update
+    ("offload", r"^(sleep|wake_up|switch_to_(trainer|rollout)|(actor|critic|ref|teacher|rollout)_"
+                r"(onload|offload)|rollout_(pause|pause_generation|continue_generation|resume))$"),
+    # a phase the run itself names a wait (veRL fully-async wait_for_samples /
+    # wait_for_enough_samples, a user's rlx.timer("wait_...")); train_wait is in MODE_PHASES
     ("rollout_wait", r"(^|_)wait(_|$)"),
-    # veRL old_log_prob / ref, slime/Miles log_probs / ref_log_probs, AReaL recompute_logp /
-    # ref_logp / teacher_logp
-    ("logprob_recompute", r"^(old_log_probs?|ref|ref_log_probs?|log_probs?|recompute_logp"
-                          r"|ref_logp|teacher_logp|compute_log_prob|compute_ref_log_prob)$"),
+    # the pi_old pass: veRL old_log_prob, slime/Miles log_probs, AReaL recompute_logp
+    ("logprob_recompute", r"^(old_log_probs?|log_probs?|recompute_logp|compute_log_prob)$"),
+    # the reference (or teacher) pass: veRL ref, slime/Miles ref_log_probs, AReaL ref_logp /
+    # teacher_logp
+    ("reference_logprob", r"^(ref|ref_log_probs?|ref_logp|teacher_logp|compute_ref_log_prob)$"),
 )
 _TABLE = tuple((bucket, re.compile(rx, re.IGNORECASE)) for bucket, rx in PHASE_BUCKETS)
 _ROLLOUT_TAIL_PHASES = ("generate_sequences",)
@@ -76,15 +126,28 @@ RECENT_STEPS = 20  # step intervals the expected step time is the median of
 KEY_LIMIT = 100_000  # raw keys whose role is cached (the worker's own key-cache limit)
 
 
-def bucket_of(phase: str) -> str:
-    """The goodput bucket a phase's time feeds (PRODUCTIVE when no row matches)."""
+def mode_bucket(async_training: float | None) -> str:
+    """Where a MODE_PHASES phase goes: productive in a synchronous run, waiting in an async
+    one, unclassified where the run's mode is unknown."""
+    if async_training is None:
+        return UNCLASSIFIED_ROLLOUT
+    return "rollout_wait" if async_training else PRODUCTIVE
+
+
+def bucket_of(phase: str, async_training: float | None = None) -> str:
+    """The goodput bucket a phase's time feeds (PRODUCTIVE when no row matches); a phase of
+    MODE_PHASES by the run's mode (async_training 1/0, None: unknown)."""
+    if phase in MODE_PHASES:
+        return mode_bucket(async_training)
     for bucket, rx in _TABLE:
         if rx.search(phase):
             return bucket
     return PRODUCTIVE
 
 
+_MODE = "@mode"  # the bucket of a MODE_PHASES phase, decided per frame
 _PHASE, _STEP_DUR, _TAIL_MAX, _TAIL_MEAN = range(4)
+_NESTED_IN = {child: parent for parent, children in NESTED.items() for child in children}
 
 
 def _role(metric: str, labels: dict):
@@ -93,8 +156,13 @@ def _role(metric: str, labels: dict):
     if labels.get("split"):
         return None
     if metric == "rl_phase_duration_seconds" and not stat and "phase" in labels:
-        bucket = bucket_of(labels["phase"])
-        return None if bucket == PRODUCTIVE else (_PHASE, bucket)  # productive: the remainder
+        phase = labels["phase"]
+        if phase in MODE_PHASES:
+            return (_PHASE, _MODE, phase)
+        bucket = bucket_of(phase)
+        if bucket == PRODUCTIVE and phase not in _NESTED_IN:
+            return None  # productive: the remainder
+        return (_PHASE, bucket, phase)
     if metric == "rl_step_duration_seconds" and not stat:
         return (_STEP_DUR, None)
     if metric == "rl_agent_loop_duration_seconds" and labels.get("phase") in _ROLLOUT_TAIL_PHASES:
@@ -139,7 +207,7 @@ class Goodput:
         """After the worker processed `frame` (its values are in the store): take the
         step's phase durations, then account the interval if the step advanced."""
         store = self.store
-        phases: dict[str, float] = {}
+        phases: dict[str, tuple[str, float]] = {}   # phase -> (bucket or _MODE, seconds)
         step_dur = tail_max = tail_mean = None
         keys = self._keys
         values = store.values
@@ -161,7 +229,8 @@ class Goodput:
                 continue
             kind = role[0]
             if kind == _PHASE:
-                phases[role[1]] = phases.get(role[1], 0.0) + v
+                b, s = phases.get(role[2], (role[1], 0.0))
+                phases[role[2]] = (b, s + v)
             elif kind == _STEP_DUR:
                 step_dur = v
             elif kind == _TAIL_MAX:
@@ -169,11 +238,36 @@ class Goodput:
             else:
                 tail_mean = v
         if tail_max is not None and tail_mean is not None and tail_max > tail_mean:
-            phases["rollout_wait"] = phases.get("rollout_wait", 0.0) + tail_max - tail_mean
-        if phases:
-            self.add_buckets(phases)
+            phases[_TAIL] = ("rollout_tail", tail_max - tail_mean)
+        seconds = self._classify(phases) if phases else {}
+        if seconds:
+            self.add_buckets(seconds)
         if step is not None:
             self.on_step(step, ts, step_dur, mono)
+
+    def async_training(self) -> float | None:
+        """The run's mode as its integration or config print exported it (None: unknown)."""
+        v = self.store.get("rl_config_value", {"parameter": ASYNC_SETTING})
+        return None if v is None or v != v else v
+
+    def _classify(self, phases: dict) -> dict:
+        """{bucket: seconds} of one frame's phases: the mode-dependent ones by the run's mode,
+        a nested phase taken out of the phase it ran in when both are reported."""
+        mode = None
+        out: dict[str, float] = {}
+        if _TAIL in phases and self.async_training():
+            phases = {p: v for p, v in phases.items() if p != _TAIL}
+        for phase, (bucket, s) in phases.items():
+            children = NESTED.get(phase)
+            if children:
+                s = max(0.0, s - sum(phases[c][1] for c in children if c in phases))
+            if bucket == _MODE:
+                if mode is None:
+                    mode = (mode_bucket(self.async_training()),)
+                bucket = mode[0]
+            if bucket != PRODUCTIVE:
+                out[bucket] = out.get(bucket, 0.0) + s
+        return out
 
     def _key_role(self, key, slot):
         """(series id, role) of a raw key, cached once its series exists (None until then:
@@ -193,8 +287,9 @@ class Goodput:
     def add_phases(self, totals: dict) -> None:
         """Phase totals of a published timer window (phase name -> seconds)."""
         out: dict[str, float] = {}
+        mode = self.async_training()
         for phase, sec in totals.items():
-            b = bucket_of(str(phase))
+            b = bucket_of(str(phase), mode)
             if b != PRODUCTIVE and sec >= 0.0:
                 out[b] = out.get(b, 0.0) + float(sec)
         if out:
@@ -317,12 +412,24 @@ class Goodput:
             wall_now = self._wall() if now is None else now
             active = 0.0 if lc.paused or lc.ended else \
                 max(0.0, open_s - lc.paused_between(last, wall_now))
+        classes = class_totals(totals)
         return {"buckets": {b: round(s, 3) for b, s in totals.items()},
+                "classes": {c: round(s, 3) for c, s in classes.items()},
                 "accounted_seconds": round(wall, 3),
                 "ratio": round(totals[PRODUCTIVE] / wall, 4) if wall > 0 else None,
+                # where no second is unclassified, the ratio means the same as another run's
+                "comparable": classes[UNCLASSIFIED] == 0.0,
                 "unaccounted_seconds": round(open_s, 3),
                 "stalled_now_seconds": round(max(0.0, active - (expected or 0.0)), 3)
                 if limit is not None and active > limit else 0.0}
+
+
+def class_totals(buckets: dict) -> dict:
+    """Seconds per class (CLASS_OF) of a {bucket: seconds} ledger."""
+    out = dict.fromkeys(CLASSES, 0.0)
+    for b, s in buckets.items():
+        out[CLASS_OF.get(b, WASTE)] += s
+    return out
 
 
 def _median(values):

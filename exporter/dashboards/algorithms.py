@@ -7,7 +7,6 @@ from .common import (AGENTIC, ASYNC, CONSISTENCY, CRITIC, MOE, PREFERENCE, heatm
                      ts)
 from .model import Dashboard, Query, Row
 
-OLDEST_WEIGHTS = sel("rl_sample_weight_version", 'stat="min", split=""')
 SCORE_CENTERING = "the run enables score centering (posttrain rl.score_centering.enabled)"
 RM = "the run trains a reward model (rm/* keys) or logs eval copies of its preference accuracy"
 
@@ -86,10 +85,14 @@ ROWS = [
            unit="none", decimals=4, gate=CRITIC, width=6),
     ]),
     Row("Multi-turn and agentic", [
-        ts("Turns per sample", "Mean and max turns per sample.",
-           "about 2 for single-turn QA (the RL metrics dictionary, section 7); a sudden jump of the max means some "
-           "samples are stuck in a loop.",
-           q(sel("rl_turns", 'split=""'), "{{run}} {{stat}}"), unit="short", min=0, gate=AGENTIC),
+        ts("Turns per sample", "Mean and max assistant turns per sample (AReaL, slime/Miles), and "
+           "veRL's message count, the prompt included (num_turns).",
+           "1 assistant turn, or 2 messages (the RL metrics dictionary, section 7, reading veRL's "
+           "num_turns), for single-turn QA; a sudden jump of the max means some samples are stuck "
+           "in a loop.",
+           q(sel("rl_turns", 'split=""'), "{{run}} {{stat}}"),
+           q(sel("rl_turn_messages", 'split=""'), "{{run}} messages {{stat}}"),
+           unit="short", min=0, gate=AGENTIC),
         ts("Tool calls per sample", "Mean tool calls per sample.", "steady for a fixed task mix.",
            q(mean("rl_tool_calls")), unit="short", min=0, gate=AGENTIC),
         ts("Tool call failures", "Fraction of tool calls that failed.",
@@ -101,12 +104,13 @@ ROWS = [
         ts("Sample staleness", "Policy versions between a sample's behaviour policy and the "
            "trained policy: mean and max.",
            "within the configured max staleness (typically 1-4 versions, this project's heuristic); a growing "
-           "max means rollouts fall behind training. Miles logs the samples' weight version instead "
-           "(training step minus weight version is the lag) and how late a dedicated-fleet "
-           "evaluation finished (the Miles lab ranges give no range).",
+           "max means rollouts fall behind training. Miles logs the samples' weight version instead: "
+           "the lag of its oldest sample, in weight versions, is the engine's current version "
+           "(1 + rollout / update_weights_interval) minus it (run:rl_sample_weight_version:lag: 0 "
+           "synchronous, 1 one step off), and how late a dedicated-fleet evaluation finished (the "
+           "Miles lab ranges give no range).",
            q(sel("rl_sample_staleness_steps", 'split=""'), "{{run}} {{stat}} {{reference}}"),
-           q(f"max by (run) ({sel('rl_training_step')}) - on (run) max by (run) ({OLDEST_WEIGHTS})",
-             "{{run}} weight-version lag (max)",
+           q('run:rl_sample_weight_version:lag{run=~"$run"}', "{{run}} weight-version lag (oldest sample)",
              gate="the framework logs the samples' weight version (Miles rollout/weight_version)"),
            q(mean("rl_eval_lag_steps"), "{{run}} eval lag",
              gate="evaluation runs on a dedicated fleet (Miles eval/lag_steps)"),
@@ -145,27 +149,34 @@ ROWS = [
         ts("Tokens measured", "Tokens the log-prob gap was measured over.",
            "above 0; 0 means no data, not no gap.",
            q(mean("rl_train_inference_tokens")), unit="short", min=0, gate=CONSISTENCY),
-        ts("Extreme-token tails and non-finite log-probs",
+        ts("Extreme-token tails",
            "Share of compared tokens whose |log pi_train - log pi_rollout| exceeds each threshold "
            "(AReaL ratio_outside_{1.5..10}: the extreme-token fraction of Rollout Routing Replay; "
-           "posttrain gt0p5), and the share of valid tokens with a NaN or infinite log-prob.",
-           "tails small and flat (no source gives a range: compare with your own runs); non-finite "
-           "exactly 0 (AReaL metrics tracking: with any, the tails are NaN). Non-finite on every "
-           "recent step: RLTrainInferenceNonFinite.",
+           "posttrain gt0p5).",
+           "small and flat, above 0 on every healthy run (the posttrain metrics reference: the gap "
+           "is kernel noise on dense models); no source gives a range, so compare with your own "
+           "runs. Not coloured.",
            q(sel("rl_train_inference_logprob_tail_ratio", 'stat="", split=""'), "{{run}} > {{threshold}} nats"),
+           unit="percentunit", min=0, gate=CONSISTENCY, width=12),
+        ts("Non-finite log-probs",
+           "Share of valid tokens with a NaN or infinite trainer or engine log-prob (AReaL "
+           "nonfinite_logp_fraction).",
+           "exactly 0 (AReaL metrics tracking: with any, the tail ratios are NaN). Non-finite on "
+           "every recent step: RLTrainInferenceNonFinite. Red above 0.",
            q(mean("rl_train_inference_nonfinite_ratio"), "{{run}} non-finite"),
-           unit="percentunit", min=0, gate=CONSISTENCY, width=24,
+           unit="percentunit", min=0, gate=CONSISTENCY, width=12,
            thresholds=[(None, "green"), (1e-9, "red")]),
     ]),
     Row("Score centering (posttrain rl.score_centering)", [
         ts("Head mass seen by the sampler's top-k",
            "Mean probability mass inside the sampler's top-k head: the sampler's (q) and the "
            "trainer's (p), train/sc_head_mass_q|p.",
-           "at or above 0.99 (the posttrain metrics reference reports >= 0.99 at k = 128); lower "
-           "means the head form sees less of the sampling distribution: raise k.",
+           "the posttrain metrics reference reports >= 0.99 at k = 128 (the blue line); a smaller "
+           "k holds less mass on a healthy run, so nothing is coloured. Falling at a fixed k means "
+           "the head form sees less of the sampling distribution: raise k.",
            q(sel("rl_score_centering_head_mass_ratio", 'stat="", split=""'), "{{run}} {{engine}}"),
            unit="percentunit", min=0, max=1, gate=SCORE_CENTERING, width=8,
-           thresholds=[(None, "yellow"), (0.99, "green")]),
+           thresholds=[(None, "green"), (0.99, "blue")]),
         ts("Tail-mass ratio rho", "rho = q_tail / p_tail: token mean and the step's largest.",
            "1 when sampler and trainer agree (the posttrain metrics reference); a large max is a "
            "confident trainer against an unsure sampler, where the 1e-6 floor bites. Line at 1.",

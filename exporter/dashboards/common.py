@@ -30,7 +30,8 @@ TIMER = "the trainer records phases with Exporter.timer() (histograms; logged ti
 EVAL_LOSS = "the trainer evaluates a held-out loss (HF/TRL eval_loss, posttrain val/loss_avg)"
 PASS_AT_K = "the framework logs pass@k (slime/Miles passrate, held-out pass@k)"
 TOTAL_LOSS = "the framework logs its total loss (veRL actor/loss, HF/TRL loss, slime train/loss)"
-ENTROPY_LOSS = "the framework logs the entropy term (veRL actor/entropy_loss, slime, OpenRLHF)"
+ENTROPY_UPDATE = ("the framework logs the updated policy's entropy beside its rollout entropy "
+                  "(veRL actor/entropy_loss, slime/Miles train/entropy_loss)")
 REFERENCE_KL = "the framework logs KL to the reference (TRL kl, OpenRLHF kl, posttrain kl_mean)"
 ZERO_STD = "the framework logs the tied-group fraction (TRL frac_reward_zero_std, posttrain)"
 ABORTED = "the framework logs aborted samples (veRL response/aborted_ratio)"

@@ -4,7 +4,7 @@ guide, the symptom, what to check first, what to check next."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, GPU, NEXT_LR, RANKS, RATE, REWARD_STD, ZERO_STD, STALL_RED,
+from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_UPDATE, GPU, NEXT_LR, RANKS, RATE, REWARD_STD, ZERO_STD, STALL_RED,
                      STALL_YELLOW, mean, q, sel, stall_ratio, text, ts)
 from .model import Dashboard, Row
 
@@ -29,14 +29,14 @@ ROWS = [
         guide("reward/score drops sharply.", "did entropy fall within a few steps (policy collapse)?",
               "did the clip fraction jump?", "lower the LR, raise the entropy bonus or KL penalty.",
               "the RL metrics dictionary, section 12"),
-        ts("Symptom: reward and score", "Mean training reward and raw score.",
+        ts("Symptom: reward and score", "Mean training reward (before KL shaping) and raw score.",
            "rising or flat; a drop of more than half within a few steps is the collapse.",
            q(mean("rl_reward"), "{{run}} reward"), q(mean("rl_score"), "{{run}} score"),
            unit="none", decimals=3, width=W),
         ts("Check first: entropy", "Mean token entropy.",
            "decays slowly (the RL metrics dictionary, section 2.3); a fall within a few steps before the reward "
            "drop is collapse.",
-           q(mean("rl_entropy")), unit="none", decimals=3, min=0, width=W),
+           q(mean("rl_entropy", 'phase=""')), unit="none", decimals=3, min=0, width=W),
         ts("Check next: clip fraction", "Fraction of tokens the PPO clip bound.",
            "0.05-0.30 (the veRL metrics guide, section 12, heuristic); a climb past 0.3 with the reward drop "
            "means steps are too large.",
@@ -152,12 +152,11 @@ ROWS = [
               "the veRL metrics guide, section 11.2 problem 2"),
         ts("Symptom: score", "Raw task score.", "keeps rising.",
            q(mean("rl_score")), unit="none", decimals=3, width=W),
-        ts("Check first: entropy", "Mean token entropy and the entropy loss term.",
-           "slowly decaying, 0.1-0.5 late in training (the veRL metrics guide, which logs it as "
-           "actor/entropy_loss up to v0.3.0.post1: drawn as entropy here); the entropy loss term "
-           "is 0 without an entropy bonus (the Miles lab runs).",
-           q(mean("rl_entropy"), "{{run}} entropy"),
-           q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
+        ts("Check first: entropy", "Mean token entropy, and its update-pass curve where logged.",
+           "slowly decaying, 0.1-0.5 late in training (the veRL metrics guide); Miles' update-pass "
+           "entropy is 0 when it is not computed (the Miles lab runs).",
+           q(mean("rl_entropy", 'phase=""'), "{{run}} entropy"),
+           q(mean("rl_entropy", 'phase="update"'), "{{run}} entropy (update pass)", gate=ENTROPY_UPDATE),
            unit="none", decimals=3, min=0, width=W),
         ts("Check next: policy KL", "PPO KL.",
            "0.001-0.01 (the veRL metrics guide); near 0 for long means no movement, except with one "

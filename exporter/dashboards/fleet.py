@@ -11,6 +11,11 @@ from .common import (ALERTS, CONSISTENCY, GPU, S, STALL_RED, STALL_YELLOW, bars,
                      table, timeline, ts)
 from .model import Dashboard, Row
 from exporter.alerts.recordings import FLEET_STATES  # code -> state of run:rl_run_state:code
+from exporter.core.goodput import CLASS_OF, UNCLASSIFIED_ROLLOUT, WASTE
+
+_GP_HOURS = "run_bucket:rl_goodput_gpu_hours:increase_1d"
+WASTE_BUCKETS = "|".join(b for b, c in CLASS_OF.items() if c == WASTE)
+_UNCLASSIFIED = f'({_GP_HOURS}{{bucket="{UNCLASSIFIED_ROLLOUT}"}} > 0)'
 
 R = 'run=~"$run"'
 TIME = "${__url_time_range}&var-datasource=${datasource}"
@@ -206,18 +211,24 @@ ROWS = [
              min=0, width=12, height=10, overrides=series_links()),
     ]),
     Row("Where the GPU time went", [
-        stat("Fleet goodput (last day)",
-             "Productive GPU-hours over accounted GPU-hours of the selected runs in the last day "
-             "(the table's step column over all its columns: a run weighs its GPUs). The rule "
-             ":rl_goodput:ratio_1h records the same for the whole fleet over the last hour.",
+        stat("Fleet GPU time not wasted (last day)",
+             "1 - the waste share (an async trainer idle, stalls, redone steps) of the selected "
+             "runs' GPU-hours in the last day, over the runs whose time is fully classified (a run "
+             "weighs its GPUs; a run with rollout_unclassified hours did not say whether it is "
+             "synchronous and is left out). Required overhead (pi_old and reference passes, "
+             "weight sync, offload) is not waste. The rule :rl_goodput:ratio_1h records the "
+             "productive share of the same runs over the last hour.",
              "close to 1; the table beside says which run and bucket took the rest.",
-             qi(f'sum(run_bucket:rl_goodput_gpu_hours:increase_1d{{bucket="step", {R}}})'
-                f" / sum(run_bucket:rl_goodput_gpu_hours:increase_1d{{{R}}})", "goodput"), unit="percentunit", min=0, max=1, decimals=1,
+             qi(f"1 - (sum({_GP_HOURS}{{bucket=~\"{WASTE_BUCKETS}\", {R}}} unless on (run) {_UNCLASSIFIED})"
+                f" or vector(0)) / sum({_GP_HOURS}{{{R}}} unless on (run) {_UNCLASSIFIED})",
+                "not wasted"), unit="percentunit", min=0, max=1, decimals=1,
              thresholds=[(None, "red"), (0.5, "orange"), (0.8, "green")], width=4, height=10),
         table("GPU-hours by bucket per run",
               "GPU-hours of each run over the last day, per goodput bucket "
               "(run_bucket:rl_goodput_gpu_hours:increase_1d: wall seconds per bucket x the run's "
-              "GPUs). step is productive; the other columns are badput. Click a run for its overview.",
+              "GPUs). step is productive; rollout_wait, stalled and restart are waste; the others "
+              "are required overhead, and rollout_unclassified a run's rollout calls of unknown "
+              "mode (docs/goodput.md). Click a run for its overview.",
               "step the largest column of every run; a run whose restart or stalled column rivals "
               "its step column is burning its GPUs.",
               qi(f"run_bucket:rl_goodput_gpu_hours:increase_1d{{{R}}}", "", format="table"),

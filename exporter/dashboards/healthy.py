@@ -37,8 +37,13 @@ HEALTHY: tuple[Healthy, ...] = (
     Healthy("rl_grad_norm", 0.35, 4.95, MILES),
     Healthy("rl_policy_clip_ratio", 0.0, 0.0, MILES, "0 at every step", {"bound": ""}),
     Healthy("rl_policy_kl", 0.0, 0.0, MILES, "0 at step 0"),
-    Healthy("rl_entropy_loss", 0.0, 0.0, MILES, "train/entropy_loss, 0 in the lab runs"),
+    Healthy("rl_entropy", 0.0, 0.0, MILES, "train/entropy_loss, 0 in the lab runs (not computed)",
+            {"phase": "update"}),
     Healthy("rl_step_duration_seconds", 152.6, 152.6, MILES, "median step, Qwen3-0.6B"),
+    # a synchronous colocated run: train_wait is its rollout, the log-prob pass, weight push and
+    # sleep/wake-up are required overhead (docs/goodput.md): nothing is wasted
+    Healthy("run:rl_goodput:not_wasted_ratio_1h", 1.0, 1.0, MILES,
+            "step 152.6 s = train_wait 52.3 + train 100.3; no stall, restart or async wait"),
     Healthy("rl_phase_duration_seconds", 100.3 / 152.6, 100.3 / 152.6, MILES,
             "train phase (with the scoring) median over the step median", {"phase": "train"},
             per="rl_step_duration_seconds"),
@@ -74,6 +79,9 @@ HEALTHY: tuple[Healthy, ...] = (
             {"phase": "update_actor"}, per="rl_step_duration_seconds"),
     Healthy("rl_phase_duration_seconds", 0.2, 0.3, VERL, "update_critic 20-30 %",
             {"phase": "update_critic"}, per="rl_step_duration_seconds"),
+    # ---- AReaL metrics tracking
+    Healthy("rl_train_inference_nonfinite_ratio", 0.0, 0.0, AREAL,
+            "nonfinite_logp_fraction: 0 on a healthy run (with any, the tail ratios are NaN)"),
     # ---- RL metrics dictionary
     Healthy("rl_reference_kl", 0.01, 0.1, DICTIONARY, "KL held in 0.01-0.1"),
     Healthy("rl_policy_clip_ratio", 0.1, 0.3, DICTIONARY, "clipfrac normal 0.1-0.3", {"bound": ""}),

@@ -4,7 +4,7 @@ GRPO groups, optimizer outcome, timing, throughput, MFU, GPU summary."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_LOSS, EVAL_LOSS, FLOPS, GPU, NEXT_LR, RATE,
+from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_UPDATE, EVAL_LOSS, FLOPS, GPU, NEXT_LR, RATE,
                      REFERENCE_KL, RUN_THROUGHPUT, SKIP_REASON, STALL_RED, STALL_YELLOW, TIMER, TOTAL_LOSS,
                      ZERO_STD, bars, hist_heatmap, mean, q, qi, sel, stall_ratio, stat, steps_per_minute, table,
                      timeline, ts)
@@ -83,14 +83,14 @@ ROWS = [
     ]),
     Row("2. Reward and score: is training improving?", [
         ts("Reward and raw score",
-           "Mean training reward and raw task score per step (the veRL metrics guide section 11.3 "
-           "panel 1). The training reward is the one the trainer logs as such: after KL shaping on "
-           "veRL (critic/rewards) and TRL's PPO (objective/rlhf_reward), the raw reward on TRL's "
-           "GRPO, OpenRLHF, posttrain and AReaL.",
+           "Raw task score, the trainer's reward before KL shaping (TRL, OpenRLHF, AReaL, posttrain) "
+           "and, where a framework logs it, the reward after the in-reward KL (veRL critic/rewards, "
+           "TRL PPO objective/rlhf_reward) per step (the veRL metrics guide section 11.3 panel 1).",
            "rises with the step (critic/score/mean up, the veRL metrics guide, section 11.1); a sharp drop is the "
            "reward-collapse symptom: check entropy and clip fraction next (the RL metrics dictionary, section 12).",
            q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),
-           unit="none", decimals=3, band=("rl_score", "rl_reward")),
+           q(mean("rl_shaped_reward"), "{{run}} reward after KL shaping"),
+           unit="none", decimals=3, band=("rl_score", "rl_reward", "rl_shaped_reward")),
         ts("Reward range (min/max)",
            "Best and worst sequence reward in the batch.",
            "max reaches the top score early (the veRL metrics guide, section 11.4: score/max 1.0 means some "
@@ -120,15 +120,17 @@ ROWS = [
            "high (the veRL metrics guide, section 11.2). 0 means no gradient.",
            q(mean("rl_grad_norm")), unit="none", decimals=3, log_scale=True, band=("rl_grad_norm",)),
         ts("Entropy",
-           "Mean token entropy of the policy, and the entropy loss term where logged.",
-           "high early, slowly decaying (the RL metrics dictionary, section 2.3). A fall within a few steps is policy "
-           "collapse; never falling means nothing is learned. The entropy loss term is framework "
-           "specific: 0 in the Miles lab runs (no entropy bonus); veRL's actor/entropy_loss up to "
-           "v0.3.0.post1 is the entropy itself and is drawn as entropy (0.1-0.5 late in training, "
-           "the veRL metrics guide).",
-           q(mean("rl_entropy"), "{{run}} entropy"),
-           q(mean("rl_entropy_loss"), "{{run}} entropy loss", gate=ENTROPY_LOSS),
-           unit="none", decimals=3, min=0, band=("rl_entropy", "rl_entropy_loss")),
+           "Mean token entropy of the policy; where a framework also logs it inside the update "
+           "(veRL actor/entropy_loss, slime/Miles train/entropy_loss: the entropy itself, not a "
+           "loss term), that curve too.",
+           "high early, slowly decaying (the RL metrics dictionary, section 2.3; 0.1-0.5 late in "
+           "training, the veRL metrics guide). A fall within a few steps is policy collapse; never "
+           "falling means nothing is learned. Miles writes 0 for the update-pass entropy when "
+           "neither an entropy coefficient nor --observe-training-entropy is set (the Miles lab "
+           "runs: 0): not computed, not collapsed.",
+           q(mean("rl_entropy", 'phase=""'), "{{run}} entropy"),
+           q(mean("rl_entropy", 'phase="update"'), "{{run}} entropy (update pass)", gate=ENTROPY_UPDATE),
+           unit="none", decimals=3, min=0, band=("rl_entropy",)),
         ts("Policy KL (old vs new)",
            "Approximate KL between the sampling policy and the updated policy inside the PPO ratio "
            "(veRL actor/ppo_kl).",
@@ -143,6 +145,12 @@ ROWS = [
            q(mean("rl_reference_kl"), "{{run}} kl", gate=REFERENCE_KL),
            q(mean("rl_reward_kl_penalty"), "{{run}} in-reward kl",
              gate="the KL is folded into the reward (veRL use_kl_in_reward, slime --kl-coef)"),
+           # AReaL logs the term -kl_ctl x KL (kl_rewards): divided by -kl_ctl, the KL itself
+           q("-1 * " + mean("rl_reward_kl_term") + " / on (run) group_left () max by (run) ("
+             + sel("rl_config_value", 'parameter="kl_reward_coef"') + " > 0)",
+             "{{run}} in-reward kl (from -coef x kl)",
+             gate="the reward carries -coef x KL and the coefficient is known (AReaL kl_rewards "
+                  "with actor.kl_ctl)"),
            unit="none", decimals=4, min=0,
            thresholds=[(None, "green"), (0.1, "yellow"), (0.15, "red")], band=("rl_reference_kl",)),
         ts("Clip fraction",
@@ -167,9 +175,10 @@ ROWS = [
            q(mean("rl_next_learning_rate"), "{{run}} next {{role}} {{param_group}}", gate=NEXT_LR),
            unit="sci", min=0, width=8),
         ts("KL coefficient",
-           "The KL coefficient (beta) in use.",
+           "The KL coefficient (beta) in use, per target: the loss's KL term or the KL folded "
+           "into the reward.",
            "constant unless an adaptive KL controller is configured.",
-           q(mean("rl_kl_coefficient")), unit="sci", min=0, width=8),
+           q(mean("rl_kl_coefficient"), "{{run}} {{target}}"), unit="sci", min=0, width=8),
         ts("Importance ratio deviation",
            "Mean importance ratio pi/pi_old and mean |ratio - 1| over valid tokens.",
            "ratio near 1; |ratio - 1| small. Both are exactly 1 / 0 with one mini-batch per step.",
@@ -208,23 +217,32 @@ ROWS = [
            "(the RL metrics dictionary, section 4); max pinned at the limit means truncation (next panel).",
            q(sel("rl_response_length_tokens", 'subset="", split=""'), "{{run}} {{stat}}"),
            unit="short", min=0, band=("rl_response_length_tokens",)),
-        ts("Truncation and aborts",
-           "Fraction of responses cut at the length limit, prompts cut at the prompt limit, and "
-           "aborted samples.",
-           "response truncation below 0.5 (the Miles lab runs saw 0.02-0.43 healthy; the veRL "
-           "metrics guide: < 0.1 ideal, 0.1-0.3 acceptable, > 0.5 raise max_response_length; 0.85 "
-           "its example of far too many); prompt truncation below 0.05. High prompt truncation: "
-           "check the data; high aborts: check sampling parameters (the RL metrics dictionary).",
+        ts("Response truncation",
+           "Fraction of responses cut at the length limit.",
+           "below 0.5 (the Miles lab runs saw 0.02-0.43 healthy; the veRL metrics guide: < 0.1 "
+           "ideal, 0.1-0.3 acceptable, > 0.5 raise max_response_length; 0.85 its example of far "
+           "too many).",
            q(mean("rl_response_truncated_ratio", 'subset=""'), "{{run}} response truncated"),
-           q(mean("rl_prompt_truncated_ratio"), "{{run}} prompt truncated"),
-           q(mean("rl_response_aborted_ratio"), "{{run}} aborted", gate=ABORTED),
-           unit="percentunit", min=0, max=1,
+           unit="percentunit", min=0, max=1, width=8,
            thresholds=[(None, "green"), (0.5, "yellow"), (0.85, "red")], band=("rl_response_truncated_ratio",)),
+        ts("Prompt truncation",
+           "Fraction of prompts cut at the prompt limit.",
+           "below 0.05 is reasonable, above 0.1 raise max_prompt_length (the veRL metrics guide; "
+           "the yellow line is its 0.1). High prompt truncation: check the data.",
+           q(mean("rl_prompt_truncated_ratio"), "{{run}} prompt truncated"),
+           unit="percentunit", min=0, max=1, width=8,
+           thresholds=[(None, "green"), (0.1, "yellow")]),
+        ts("Aborted samples",
+           "Fraction of samples the engine aborted (veRL response/aborted_ratio).",
+           "low and flat; high aborts: check the sampling parameters (the RL metrics dictionary, "
+           "which gives no number, so nothing is coloured).",
+           q(mean("rl_response_aborted_ratio"), "{{run}} aborted"),
+           unit="percentunit", min=0, max=1, width=8, gate=ABORTED),
         ts("Prompt length",
            "Prompt length: mean and min/max over the batch.",
            "stable; it is data, so it changes only when the data mix changes.",
            q(sel("rl_prompt_length_tokens", 'split=""'), "{{run}} {{stat}}"),
-           unit="short", min=0),
+           unit="short", min=0, width=8),
     ]),
     Row("6. GRPO group informativeness", [
         ts("Groups by outcome",
@@ -291,10 +309,14 @@ ROWS = [
     Row("Where the time went (goodput)", [
         ts("Wall time by bucket (stacked)",
            "Share of each run's wall time per goodput bucket (rl_goodput_seconds_total, "
-           "docs/goodput.md): step is productive; startup, checkpoint, validation, weight_sync, "
-           "rollout_wait, logprob_recompute, stalled and restart are badput. An interval is "
-           "accounted when the next step arrives. Select one run to read the stack.",
-           "mostly step; checkpoint and validation as regular small slices. A band of restart is "
+           "docs/goodput.md): step is productive; logprob_recompute and reference_logprob (the "
+           "pi_old and reference passes), weight_sync, offload, checkpoint, validation, startup "
+           "and rollout_tail are required overhead; rollout_wait (an async trainer idle), stalled "
+           "and restart are waste; rollout_unclassified is the rollout call of a run that did not "
+           "say whether it is synchronous. An interval is accounted when the next step arrives. "
+           "Select one run to read the stack.",
+           "mostly step, with the overhead its algorithm needs (the pi_old pass at n_mini > 1, the "
+           "reference pass with a KL coefficient above 0) as steady slices. A band of restart is "
            "steps redone after a resume (growing for good: a crash loop, RLRestartWithoutProgress); "
            "stalled means no step for longer than the stall threshold.",
            q(f"max by (run, bucket) (rate({sel(GOODPUT)}[{RATE}]))", "{{run}} {{bucket}}"),
@@ -304,13 +326,23 @@ ROWS = [
              "selected runs (each run's largest rank; summed over runs).",
              "step far ahead of every other bucket.",
              qi(f"sort_desc(sum by (bucket) (max by (run, bucket) (increase({sel(GOODPUT)}[$__range]))))",
-                "{{bucket}}"), unit="s", min=0, width=8),
+                "{{bucket}}"), unit="s", min=0, width=6),
         stat("Goodput ratio (last hour)",
              "Productive step time over all accounted time in the last hour "
-             "(run:rl_goodput:ratio_1h; worst selected run).",
-             "close to 1; each checkpoint, validation and weight sync takes its share.",
+             "(run:rl_goodput:ratio_1h; worst selected run). Not coloured: the required overhead "
+             "(pi_old and reference passes, weight sync) differs by algorithm and framework.",
+             "as high as the algorithm allows: the Miles lab ranges' synchronous run is 83 % step "
+             "and 17 % required overhead.",
              qi('min(run:rl_goodput:ratio_1h{run=~"$run"})', "goodput"), **RATIO, decimals=1,
-             thresholds=[(None, "red"), (0.5, "orange"), (0.8, "green")], width=4, height=8),
+             thresholds=[(None, "blue")], width=3, height=8),
+        stat("Time not wasted (last hour)",
+             "1 - the waste share (an async trainer idle, stalls, redone steps) of the last hour, "
+             "for runs whose time is fully classified (run:rl_goodput:not_wasted_ratio_1h; worst "
+             "selected run). No value: the run did not say whether it is synchronous, so its "
+             "rollout calls are unclassified and it is not compared.",
+             "close to 1 (the Miles lab ranges' run: 1).",
+             qi('min(run:rl_goodput:not_wasted_ratio_1h{run=~"$run"})', "not wasted"), **RATIO,
+             decimals=1, thresholds=[(None, "red"), (0.5, "orange"), (0.8, "green")], width=3, height=8),
     ]),
     Row("9. Throughput", [
         ts("Tokens/s per GPU",

@@ -195,7 +195,7 @@ _CRITIC_BASELINE = (
     ("rl_value_explained_variance", Op(lambda x, t, rng, v: min(0.8, -0.2 + 0.02 * t) + rng.gauss(0, 0.02),
                                        "min(0.8, -0.2 + 0.02 step) + noise")),
     ("rl_value_loss", to(gauss(0.5, 0.02))),
-    ("rl_value", of("rl_reward", noise=gauss(0, 0.02))),
+    ("rl_value", of("rl_shaped_reward", noise=gauss(0, 0.02))),
 )
 
 PATHOLOGIES: tuple[Pathology, ...] = (
@@ -208,7 +208,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         edits=(("rl_entropy", times(lambda t: math.exp(-0.35 * t), lo=0.01)),
                ("rl_policy_clip_ratio", grow(0.04, hi=0.7)),
                ("rl_score", after(6, times(lambda t: 1 - min(0.85, 0.1 * (t - 5)), lo=0.02))),
-               ("rl_reward", after(6, times(lambda t: 1 - min(0.85, 0.1 * (t - 5)), lo=0.02))))),
+               ("rl_shaped_reward", after(6, times(lambda t: 1 - min(0.85, 0.1 * (t - 5)), lo=0.02))))),
     # one bad update moves the policy (ppo_kl) far more than its distance to the reference:
     # the reference KL rises too, but nowhere near a runaway
     Pathology(
@@ -257,7 +257,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         edits=(('rl_groups{outcome="informative"}', to(0)),
                ('rl_groups{outcome="tied"}', of('rl_groups{outcome="total"}')),
                ('rl_groups{outcome="all_zero"}', of('rl_groups{outcome="total"}')),
-               ("rl_score", to(0.0)), ("rl_reward", to(0.0)),
+               ("rl_score", to(0.0)), ("rl_shaped_reward", to(0.0)),
                ('rl_score{stat="max"}', to(0.0)), ('rl_score{stat="min"}', to(0.0)),
                ("rl_advantage", to(0.0)), ('rl_advantage{stat="max"}', to(0.0)),
                ('rl_advantage{stat="min"}', to(0.0)),
@@ -404,7 +404,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         f"{DICTIONARY}, section 12 (responses shorten while the reward rises)",
         edits=(("rl_response_length_tokens", times(lambda t: max(0.35, 0.6 - 0.03 * t))),
                ('rl_response_length_tokens{stat="max"}', times(lambda t: max(0.35, 0.6 - 0.03 * t))),
-               ("rl_score", grow(0.015, offset=0.06, hi=0.98)), ("rl_reward", grow(0.015, offset=0.06, hi=0.98)))),
+               ("rl_score", grow(0.015, offset=0.06, hi=0.98)), ("rl_shaped_reward", grow(0.015, offset=0.06, hi=0.98)))),
     # a slow slide (under 1 % a step): each step is close to the one before, so the step-to-step
     # baseline follows it down; only the level held earlier shows the decline
     Pathology(
@@ -412,7 +412,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         f"{DICTIONARY}, section 12 (reward collapse), read as a slow drift over tens of steps",
         edits=(("rl_score", Op(lambda x, t, rng, v: max(0.1, 0.4 * math.exp(-0.008 * t)) + rng.uniform(-0.01, 0.01),
                                "0.4 x exp(-0.008 t)")),
-               ("rl_reward", of("rl_score", noise=-0.01))),
+               ("rl_shaped_reward", of("rl_score", noise=-0.01))),
         # where steps come slowly enough that the ladder takes a 4x longer window, the slide over
         # it exceeds RLRewardCollapse's 30 % too (the live end-to-end demos under load)
         may=("RLRewardCollapse",)),
@@ -424,7 +424,7 @@ PATHOLOGIES: tuple[Pathology, ...] = (
         edits=(("rl_response_length_tokens", times(lambda t: 1 + 0.05 * t, hi=0.97 * MAX_RESPONSE_LENGTH)),
                ('rl_response_length_tokens{stat="max"}', to(float(MAX_RESPONSE_LENGTH))),
                ("rl_response_truncated_ratio", ramp(0.02, 0.01, hi=0.45)),
-               ("rl_score", to(uniform(0.39, 0.41))), ("rl_reward", to(uniform(0.38, 0.40))))),
+               ("rl_score", to(uniform(0.39, 0.41))), ("rl_shaped_reward", to(uniform(0.38, 0.40))))),
     Pathology(
         "validation-regression", {"RLValidationRegressing": ()},
         f"{VERL_GUIDE} (held-out scores fall while training goes on)",

@@ -18,7 +18,14 @@ def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, 
     exporter's store."""
     on = step >= onset
     out = [("rl_config_value", 1.0 if scenario == "on-policy-clip" else 4.0, {"parameter": "n_mini"}),
-           ("rl_config_value", 5.0, {"parameter": "max_grad_norm"})]
+           ("rl_config_value", 5.0, {"parameter": "max_grad_norm"}),
+           # veRL's synchronous trainer on the hybrid engine, the settings its integration
+           # reports (docs/integrations.md, "Settings that change a rule's meaning")
+           ("rl_config_value", 0.0, {"parameter": "async_training"}),
+           ("rl_config_value", 1.0, {"parameter": "colocated"}),
+           ("rl_config_value", 0.0, {"parameter": "pi_old_from_rollout"}),
+           ("rl_config_value", 0.001, {"parameter": "kl_loss_coef"}),
+           ("rl_config_value", 0.0, {"parameter": "kl_reward_coef"})]
     for gpu in ("0", "1"):
         ident = {"gpu": gpu, "uuid": f"GPU-demo-{gpu}", "gpu_model": "NVIDIA H100 80GB HBM3"}
         used = 54.0 if not (on and scenario == "gpu-memory-full") else 78.6

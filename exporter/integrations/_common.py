@@ -51,8 +51,20 @@ CONFIG_ROLLOUT_GPU_MEMORY = "rollout_gpu_memory_fraction"  # engine's share of G
 # the last training step of the run: RLRunStalled does not page on a run that reached it (a
 # finished run whose exporter keeps serving), and the fleet dashboard counts it finished
 CONFIG_TOTAL_STEPS = "total_training_steps"
+# Settings that change what a rule's series mean (docs/integrations.md "Settings that change a
+# rule's meaning"); booleans are 1/0, and a setting the config does not decide is left out:
+# 1 where pi_old in the PPO ratio is the rollout engine's log-probs, not the trainer's own
+# recompute (the ratio is then not identically 1 at n_mini = 1, so the clip can bind)
+CONFIG_PI_OLD_FROM_ROLLOUT = "pi_old_from_rollout"
+CONFIG_KL_LOSS_COEF = "kl_loss_coef"         # KL-to-reference coefficient in the loss (0: none)
+CONFIG_KL_REWARD_COEF = "kl_reward_coef"     # KL-to-reference coefficient in the reward (0: none)
+CONFIG_ASYNC = "async_training"              # 1: rollouts overlap training (off-policy samples)
+CONFIG_COLOCATED = "colocated"               # 1: trainer and rollout engine share the GPUs
+CONFIG_UPDATE_WEIGHTS_INTERVAL = "update_weights_interval"  # rollouts per weight push (slime/Miles)
 CONFIG_PARAMETERS = (CONFIG_N_MINI, CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH,
-                     CONFIG_ROLLOUT_GPU_MEMORY, CONFIG_TOTAL_STEPS)
+                     CONFIG_ROLLOUT_GPU_MEMORY, CONFIG_TOTAL_STEPS, CONFIG_PI_OLD_FROM_ROLLOUT,
+                     CONFIG_KL_LOSS_COEF, CONFIG_KL_REWARD_COEF, CONFIG_ASYNC, CONFIG_COLOCATED,
+                     CONFIG_UPDATE_WEIGHTS_INTERVAL)
 
 
 def get_path(obj, *path):
@@ -187,6 +199,25 @@ def number(v) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def flag(v) -> float | None:
+    """A boolean setting as 1.0/0.0 (True/False, "true"/"false", 1/0); None when unknown."""
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if isinstance(v, str):
+        s = v.strip().lower()
+        return 1.0 if s in ("true", "1", "yes", "on") else 0.0 if s in ("false", "0", "no", "off") else None
+    f = number(v)
+    return None if f is None else (1.0 if f else 0.0)
+
+
+def coef_if(enabled, coef) -> float | None:
+    """A coefficient that only acts when its switch is on: 0 when off, None when unknown."""
+    on = flag(enabled)
+    if on is None:
+        return None
+    return number(coef) if on else 0.0
 
 
 def set_config(exporter, values: dict) -> dict:

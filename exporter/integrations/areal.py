@@ -27,9 +27,11 @@ import logging
 import os
 import sys
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, get_path,
-                      keep_our_loggers, model_basename, number, register_once)
+from ._common import (CONFIG_ASYNC, CONFIG_COLOCATED, CONFIG_KL_LOSS_COEF, CONFIG_KL_REWARD_COEF,
+                      CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_PI_OLD_FROM_ROLLOUT, CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner,
+                      flag, get_path, keep_our_loggers, model_basename, number,
+                      register_once)
 
 log = logging.getLogger("rl_exporter")
 
@@ -57,6 +59,12 @@ def config_values(config) -> dict:
     actor.optimizer.gradient_clipping. max_response_length: gconfig.max_new_tokens.
     rollout_gpu_memory_fraction: sglang.mem_fraction_static, or vllm.gpu_memory_utilization
     when rollout.backend is vllm.
+    pi_old_from_rollout: 1 unless actor.recompute_logprob or actor.use_decoupled_loss
+    (areal/trainer/ppo/actor.py:178-191: old_logp = the engine's logprobs). kl_reward_coef:
+    actor.kl_ctl where a reference model is configured (rl_trainer.py:179; without one
+    ref_logp is zeros and kl_rewards is no KL), else 0; AReaL has no KL loss (kl_loss_coef 0).
+    async_training: rollout.max_head_offpolicyness > 0. colocated: the actor's or the rollout's
+    scheduling_strategy is a colocation with the other (rl_trainer.py:433-438).
     """
     out = {
         CONFIG_N_MINI: number(get_path(config, "actor", "ppo_n_minibatches")),
@@ -68,6 +76,22 @@ def config_values(config) -> dict:
         out[CONFIG_ROLLOUT_GPU_MEMORY] = number(get_path(config, "vllm", "gpu_memory_utilization"))
     elif get_path(config, "sglang") is not None:
         out[CONFIG_ROLLOUT_GPU_MEMORY] = number(get_path(config, "sglang", "mem_fraction_static"))
+    recompute = flag(get_path(config, "actor", "recompute_logprob"))
+    decoupled = flag(get_path(config, "actor", "use_decoupled_loss"))
+    if recompute is not None or decoupled is not None:
+        out[CONFIG_PI_OLD_FROM_ROLLOUT] = 0.0 if (recompute or decoupled) else 1.0
+    kl = number(get_path(config, "actor", "kl_ctl"))
+    if kl is not None:
+        out[CONFIG_KL_REWARD_COEF] = kl if get_path(config, "ref") is not None else 0.0
+        out[CONFIG_KL_LOSS_COEF] = 0.0
+    stale = number(get_path(config, "rollout", "max_head_offpolicyness"))
+    out[CONFIG_ASYNC] = None if stale is None else (1.0 if stale > 0 else 0.0)
+    strategies = [(get_path(config, a, "scheduling_strategy"), b) for a, b in
+                  (("actor", "rollout"), ("rollout", "actor"))]
+    if any(s is not None for s, _ in strategies):
+        out[CONFIG_COLOCATED] = 1.0 if any(
+            str(getattr(get_path(s, "type"), "value", get_path(s, "type"))) == "colocation"
+            and get_path(s, "target") == other for s, other in strategies) else 0.0
     return {k: v for k, v in out.items() if v is not None}
 
 

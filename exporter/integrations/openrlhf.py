@@ -24,9 +24,10 @@ import logging
 import math
 import os
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, first, get_path, model_basename,
-                      number)
+from ._common import (CONFIG_ASYNC, CONFIG_COLOCATED, CONFIG_KL_LOSS_COEF, CONFIG_KL_REWARD_COEF,
+                      CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_PI_OLD_FROM_ROLLOUT, CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, first,
+                      flag, get_path, model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -47,6 +48,9 @@ def config_values(args) -> dict:
     max_grad_norm: actor.max_norm. max_response_length: rollout.max_new_tokens (unset means
     data.max_len minus each prompt's length: no single limit, so nothing is exported).
     rollout_gpu_memory_fraction: vllm.gpu_memory_utilization.
+    pi_old_from_rollout: 0 (the actor recomputes the old log-probs in make_experience).
+    kl_loss_coef / kl_reward_coef: algo.kl.init_coef, in the loss with algo.kl.use_loss, else in
+    the reward. async_training: train.async_enable. colocated: train.colocate_all.
     """
     out = {}
     rbs = number(first(args, ("rollout", "batch_size"), ("rollout_batch_size",)))
@@ -60,6 +64,14 @@ def config_values(args) -> dict:
                                                    ("generate_max_len",)))
     out[CONFIG_ROLLOUT_GPU_MEMORY] = number(first(args, ("vllm", "gpu_memory_utilization"),
                                                   ("vllm_gpu_memory_utilization",)))
+    out[CONFIG_PI_OLD_FROM_ROLLOUT] = 0.0
+    coef = number(first(args, ("algo", "kl", "init_coef"), ("init_kl_coef",)))
+    in_loss = flag(first(args, ("algo", "kl", "use_loss"), ("use_kl_loss",)))
+    if coef is not None and in_loss is not None:
+        out[CONFIG_KL_LOSS_COEF] = coef if in_loss else 0.0
+        out[CONFIG_KL_REWARD_COEF] = 0.0 if in_loss else coef
+    out[CONFIG_ASYNC] = flag(first(args, ("train", "async_enable"), ("async_train",)))
+    out[CONFIG_COLOCATED] = flag(first(args, ("train", "colocate_all"), ("colocate_all_models",)))
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -33,9 +33,12 @@ import logging
 import math
 import sys
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, env_rank,
-                      exporter_kwargs, model_basename, number, register_once)
+from ._common import (CONFIG_ASYNC, CONFIG_COLOCATED, CONFIG_KL_LOSS_COEF, CONFIG_KL_REWARD_COEF,
+                      CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_PI_OLD_FROM_ROLLOUT, CONFIG_ROLLOUT_GPU_MEMORY,
+                      CONFIG_UPDATE_WEIGHTS_INTERVAL, ExporterOwner, coef_if, env_rank,
+                      exporter_kwargs, flag, model_basename, number,
+                      register_once)
 
 log = logging.getLogger("rl_exporter")
 
@@ -52,6 +55,11 @@ def config_values(args) -> dict:
     ceil(rollout_batch_size * n_samples_per_prompt / global_batch_size).
     max_grad_norm: clip_grad (Megatron). max_response_length: rollout_max_response_len.
     rollout_gpu_memory_fraction: sglang_mem_fraction_static.
+    pi_old_from_rollout: use_rollout_logprobs (slime loss.py:965). kl_loss_coef: kl_loss_coef
+    when use_kl_loss; kl_reward_coef: kl_coef (rollout/kl is 0 when it is 0, loss.py:743-746).
+    colocated: colocate. async_training: 1 with Miles' fully_async; 0 when colocated (train_async.py
+    and fully_async refuse --colocate); otherwise not in the args (train.py or train_async.py).
+    update_weights_interval: rollouts per weight push.
     """
     g = lambda name: number(getattr(args, name, None))  # noqa: E731
     out = {}
@@ -64,7 +72,33 @@ def config_values(args) -> dict:
     out[CONFIG_MAX_GRAD_NORM] = g("clip_grad")
     out[CONFIG_MAX_RESPONSE_LENGTH] = g("rollout_max_response_len")
     out[CONFIG_ROLLOUT_GPU_MEMORY] = g("sglang_mem_fraction_static")
+    out[CONFIG_PI_OLD_FROM_ROLLOUT] = flag(getattr(args, "use_rollout_logprobs", None))
+    out[CONFIG_KL_LOSS_COEF] = coef_if(getattr(args, "use_kl_loss", None), g("kl_loss_coef"))
+    out[CONFIG_KL_REWARD_COEF] = g("kl_coef")
+    colocated = flag(getattr(args, "colocate", None))
+    out[CONFIG_COLOCATED] = colocated
+    if flag(getattr(args, "fully_async", None)):
+        out[CONFIG_ASYNC] = 1.0
+    elif colocated:
+        out[CONFIG_ASYNC] = 0.0
+    out[CONFIG_UPDATE_WEIGHTS_INTERVAL] = g("update_weights_interval")
     return {k: v for k, v in out.items() if v is not None}
+
+
+def placeholder_keys(args, framework: str) -> frozenset:
+    """Keys this run writes as placeholders, not measurements: dropped before export.
+
+    Miles computes the update-pass entropy only with --entropy-coef != 0 or
+    --observe-training-entropy and otherwise logs train/entropy_loss as new_zeros(())
+    (miles/backends/training_utils/loss_hub/losses.py:113,303-308); slime always computes it
+    (slime/backends/megatron_utils/loss.py:976,1112), and so do Miles releases without that
+    flag (a run of April 2026 logs train/entropy_loss 0.29 at --entropy-coef 0.00)."""
+    if framework != "miles" or args is None or not hasattr(args, "observe_training_entropy"):
+        return frozenset()
+    coef = number(getattr(args, "entropy_coef", None))
+    if coef is None or coef != 0 or getattr(args, "observe_training_entropy", False):
+        return frozenset()  # computed, or the setting is unknown: keep what is logged
+    return frozenset({"train/entropy_loss", "train/actor-entropy_loss"})
 
 
 class StepAxis:
@@ -103,6 +137,7 @@ class SlimeTracker(ExporterOwner):
         self.framework = framework
         spr = getattr(args, "num_steps_per_rollout", None)
         self.axis = StepAxis(spr if isinstance(spr, int) else None)
+        self._placeholders = placeholder_keys(args, framework)
         if exporter is None:
             kw = exporter_kwargs(kwargs)
             if "port" not in kw:
@@ -128,7 +163,8 @@ class SlimeTracker(ExporterOwner):
             return
         raw = metrics.get(step_key) if step_key else None
         s = self.axis.step(step_key, raw if raw is not None else step)
-        self._log({k: v for k, v in metrics.items() if k != step_key}, s)
+        drop = self._placeholders
+        self._log({k: v for k, v in metrics.items() if k != step_key and k not in drop}, s)
 
     def finish(self):
         self.close()

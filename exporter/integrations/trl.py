@@ -24,8 +24,10 @@ import logging
 import os
 import sys
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI, CONFIG_TOTAL_STEPS,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, model_basename, number)
+from ._common import (CONFIG_ASYNC, CONFIG_COLOCATED, CONFIG_KL_LOSS_COEF, CONFIG_KL_REWARD_COEF,
+                      CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_PI_OLD_FROM_ROLLOUT, CONFIG_ROLLOUT_GPU_MEMORY, CONFIG_TOTAL_STEPS,
+                      ExporterOwner, flag, model_basename, number)
 
 log = logging.getLogger("rl_exporter")
 
@@ -69,7 +71,32 @@ def config_values(args, state=None) -> dict:
     # runs), else args.max_steps when positive (-1 means "from the epochs")
     total = number(getattr(state, "max_steps", None)) or number(getattr(args, "max_steps", None))
     out[CONFIG_TOTAL_STEPS] = total if total and total > 0 else None
+    out.update(online_settings(args))
     return {k: v for k, v in out.items() if v is not None}
+
+
+def online_settings(args) -> dict:
+    """The settings of an online trainer that generates its own samples (GRPO/RLOO configs:
+    num_generations), for TRL and ms-swift's subclasses of them; {} for offline trainers.
+
+    pi_old_from_rollout: 0, old_per_token_logps is the trainer's recompute or a detach
+    (trl 1.16 grpo_trainer.py:2642-2656,3066). kl_loss_coef: beta (k3 in the loss), or, under
+    ms-swift's kl_in_reward (rloo / reinforce++ defaults, rlhf_args.py:370-376), kl_reward_coef.
+    async_training: ms-swift's async_generate (one step stale). colocated: generation on the
+    training GPUs (no vLLM, or vllm_mode colocate), 0 for a vLLM server."""
+    if getattr(args, "num_generations", None) is None:
+        return {}
+    out = {CONFIG_PI_OLD_FROM_ROLLOUT: 0.0}
+    beta = number(getattr(args, "beta", None))
+    if beta is not None:
+        in_reward = bool(flag(getattr(args, "kl_in_reward", None)))
+        out[CONFIG_KL_LOSS_COEF] = 0.0 if in_reward else beta
+        out[CONFIG_KL_REWARD_COEF] = beta if in_reward else 0.0
+    out[CONFIG_ASYNC] = flag(getattr(args, "async_generate", False))
+    server = flag(getattr(args, "use_vllm", False)) and \
+        str(getattr(args, "vllm_mode", "") or "").lower() == "server"
+    out[CONFIG_COLOCATED] = 0.0 if server else 1.0
+    return out
 
 
 def _model_name(model) -> str | None:

@@ -31,9 +31,11 @@ import logging
 import math
 import os
 
-from ._common import (CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI, CONFIG_TOTAL_STEPS,
-                      CONFIG_ROLLOUT_GPU_MEMORY, ExporterOwner, first, get_path,
-                      model_basename, number, register_once)
+from ._common import (CONFIG_ASYNC, CONFIG_COLOCATED, CONFIG_KL_LOSS_COEF, CONFIG_KL_REWARD_COEF,
+                      CONFIG_MAX_GRAD_NORM, CONFIG_MAX_RESPONSE_LENGTH, CONFIG_N_MINI,
+                      CONFIG_PI_OLD_FROM_ROLLOUT, CONFIG_ROLLOUT_GPU_MEMORY, CONFIG_TOTAL_STEPS,
+                      ExporterOwner, coef_if, first, flag, get_path, model_basename,
+                      number, register_once)
 
 log = logging.getLogger("rl_exporter")
 
@@ -74,6 +76,10 @@ def config_values(config) -> dict:
     max_response_length: rollout.response_length, else data.max_response_length.
     rollout_gpu_memory_fraction: rollout.gpu_memory_utilization (vLLM/SGLang KV-cache share).
     total_training_steps: trainer.total_training_steps (the run's last global step).
+    pi_old_from_rollout: algorithm.rollout_correction.bypass_mode (old_log_probs =
+    rollout_log_probs, v1/trainer_base.py:1641-1647). kl_loss_coef: actor.kl_loss_coef when
+    actor.use_kl_loss. kl_reward_coef: algorithm.kl_ctrl.kl_coef when algorithm.use_kl_in_reward.
+    async_training / colocated: see run_mode().
     """
     actor = get_path(config, "actor_rollout_ref", "actor")
     rollout = get_path(config, "actor_rollout_ref", "rollout")
@@ -91,7 +97,38 @@ def config_values(config) -> dict:
     # fit() builds its Tracking; global_steps runs 1..total, so the last step equals it
     total = number(get_path(config, "trainer", "total_training_steps"))
     out[CONFIG_TOTAL_STEPS] = total if total and total > 0 else None
+    out[CONFIG_PI_OLD_FROM_ROLLOUT] = flag(get_path(config, "algorithm", "rollout_correction",
+                                                    "bypass_mode"))
+    out[CONFIG_KL_LOSS_COEF] = coef_if(get_path(actor, "use_kl_loss"), get_path(actor, "kl_loss_coef"))
+    out[CONFIG_KL_REWARD_COEF] = coef_if(get_path(config, "algorithm", "use_kl_in_reward"),
+                                         get_path(config, "algorithm", "kl_ctrl", "kl_coef"))
+    out.update(run_mode(config))
     return {k: v for k, v in out.items() if v is not None}
+
+
+def run_mode(config) -> dict:
+    """async_training and colocated from veRL's config.
+
+    - the fully-async recipe (experimental/fully_async_policy) adds an `async_training`
+      section; the one-step-off recipe a top-level `rollout` resource pool: both async,
+      the rollout on GPUs of its own;
+    - the v1 trainer (trainer.use_v1, 0.9.1's default): trainer.v1.trainer_mode sync |
+      colocate_async | separate_async (_generated_ppo_trainer.yaml:979-987);
+    - otherwise the synchronous ray trainer; colocated as actor_rollout_ref.hybrid_engine.
+    """
+    if get_path(config, "async_training") is not None or \
+            get_path(config, "rollout", "n_gpus_per_node") is not None:
+        return {CONFIG_ASYNC: 1.0, CONFIG_COLOCATED: 0.0}
+    hybrid = flag(get_path(config, "actor_rollout_ref", "hybrid_engine"))
+    if flag(get_path(config, "trainer", "use_v1")):
+        mode = str(get_path(config, "trainer", "v1", "trainer_mode") or "sync").strip().lower()
+        if mode == "colocate_async":
+            return {CONFIG_ASYNC: 1.0, CONFIG_COLOCATED: 1.0}
+        if mode == "separate_async":
+            return {CONFIG_ASYNC: 1.0, CONFIG_COLOCATED: 0.0}
+        if mode != "sync":
+            return {}
+    return {CONFIG_ASYNC: 0.0, CONFIG_COLOCATED: hybrid}
 
 
 class RLExporterBackend(ExporterOwner):

@@ -1,11 +1,10 @@
 """The trainer's configuration as it prints it at start-up, reduced to the settings the alert
-rules reason about:
-
-    config/n_mini                          PPO mini-batches (optimizer steps) per training step
-    config/max_grad_norm                   gradient clipping threshold
-    config/max_response_length             response length limit, tokens
-    config/rollout_gpu_memory_utilization  GPU memory fraction the rollout engine reserves
-    config/total_training_steps            steps the run is configured for (veRL; /status ETA)
+rules reason about, `config/{name}` for each name of exporter/catalog/config_echo.py SETTINGS
+(n_mini, max_grad_norm, max_response_length, rollout_gpu_memory_fraction,
+total_training_steps, pi_old_from_rollout, kl_loss_coef, kl_reward_coef, async_training,
+colocated, update_weights_interval). The values come from the same functions the framework
+integrations read a live config with (exporter/integrations/verl.py and slime.py
+config_values), so a setting means the same whether the sidecar or the hook exports it.
 
 Two print shapes, each read into one frame (no step: a configuration holds from the start):
 
@@ -17,8 +16,13 @@ Two print shapes, each read into one frame (no step: a configuration holds from 
       ...
       (TaskRunner pid=1888103)              'val_before_train': True}}
 
-  n_mini = data.train_batch_size / actor.ppo_mini_batch_size * actor.ppo_epochs (both batch
-  sizes count prompts);
+  n_mini = actor.ppo_epochs * ceil(data.train_batch_size / actor.ppo_mini_batch_size) (both
+  batch sizes count prompts). A line of the dump's actor with another process's Ray prefix
+  spliced into it (`'experiment_name': 'x',(pid=934604) libgomp: ...`: two writers on one
+  stream) is cut at the splice. A line lost from the middle of the dump (a corpus run's
+  log has `commit:` where `'param_offload': False},` was) is found by pprint's indentation,
+  which puts every item at the column after its open bracket: a line indented left of the
+  innermost open bracket closes it (counted in rejected{reason="config_line_lost"});
 - the Megatron-style argument table slime and Miles print (`  clip_grad ....... 1.0`) between
   `---- arguments ----` and `---- end of arguments ----`; n_mini is num_steps_per_rollout, or
   rollout_batch_size * n_samples_per_prompt / global_batch_size when that is None.
@@ -38,11 +42,14 @@ ARGS_FORMAT = "megatron_args"
 
 VERL_START = "{'actor_rollout_ref': {"
 _RAY = re.compile(r"^\((\w+) pid=\d+(?:, ip=[\d.]+)?\) ?")
+# another process's Ray prefix inside a line: `(pid=934604)`, `(WorkerDict pid=1, ip=10.0.0.1)`
+_SPLICE = re.compile(r"\((?:[\w:.-]+ )*pid=\d+(?:, ip=[\d.]+)?\)")
 _MAX_LINES = 5000
 
 ARGS_START = re.compile(r"^-{8,} arguments -{8,}\s*$")
 _ARGS_END = re.compile(r"^-{8,} end of arguments -{8,}\s*$")
-_ARG = re.compile(r"^\s+([A-Za-z_]\w*) \.+ (.*?)\s*$")
+# `  name ....... value`; a name too long for the dots is followed by two spaces
+_ARG = re.compile(r"^\s+([A-Za-z_]\w*)(?: \.+ |\s{2,})(.*?)\s*$")
 
 
 def detect_verl(line: str) -> bool:
@@ -54,69 +61,33 @@ def detect_args(line: str) -> bool:
     return "arguments ---" in line and ARGS_START.match(line) is not None
 
 
-def _dig(d, *path):
-    for k in path:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
+_CLOSER = {"{": "}", "[": "]", "(": ")"}
 
 
-def _num(v):
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return v
-    got = number(str(v))
-    return got if isinstance(got, (int, float)) and not isinstance(got, bool) else None
-
-
-def _put(out: dict, key: str, value) -> None:
-    v = _num(value)
-    if v is not None:
-        out["config/" + key] = v
-
-
-def _depth(text: str, depth: int) -> int:
-    """Bracket depth after text, brackets inside quoted strings not counted."""
-    return depth + sum(1 if c in "{[(" else -1 for _, c in brackets(text))
+def _prefixed(values: dict) -> dict:
+    return {"config/" + k: v for k, v in values.items()}
 
 
 def verl_settings(cfg: dict) -> dict:
-    out: dict = {}
-    actor = _dig(cfg, "actor_rollout_ref", "actor") or {}
-    train = _num(_dig(cfg, "data", "train_batch_size"))
-    mini = _num(actor.get("ppo_mini_batch_size"))
-    epochs = _num(actor.get("ppo_epochs"))
-    if train and mini:
-        _put(out, "n_mini", train / mini * (epochs or 1))
-    _put(out, "max_grad_norm", actor.get("grad_clip"))
-    resp = _dig(cfg, "data", "max_response_length")
-    if resp is None:
-        resp = _dig(cfg, "actor_rollout_ref", "rollout", "response_length")
-    _put(out, "max_response_length", resp)
-    _put(out, "rollout_gpu_memory_utilization",
-         _dig(cfg, "actor_rollout_ref", "rollout", "gpu_memory_utilization"))
-    total = _num(_dig(cfg, "trainer", "total_training_steps"))
-    if total is not None and total > 0:  # -1 / None: veRL derives it from the epochs
-        out["config/total_training_steps"] = total
-    return out
+    from ..integrations.verl import config_values
+    return _prefixed(config_values(cfg))
+
+
+_LITERALS = {"True": True, "False": False, "None": None}
+
+
+def _arg_value(text: str):
+    """A printed argument: True/False/None, a number, else the text."""
+    if text in _LITERALS:
+        return _LITERALS[text]
+    got = number(text)
+    return got if isinstance(got, (int, float)) else text
 
 
 def megatron_settings(args: dict) -> dict:
-    out: dict = {}
-    steps = _num(args.get("num_steps_per_rollout"))
-    if steps is None:
-        rollout, n, gbs = (_num(args.get(k)) for k in
-                           ("rollout_batch_size", "n_samples_per_prompt", "global_batch_size"))
-        if rollout and n and gbs:
-            steps = rollout * n / gbs
-    if steps is not None:
-        out["config/n_mini"] = steps
-    _put(out, "max_grad_norm", args.get("clip_grad"))
-    _put(out, "max_response_length", args.get("rollout_max_response_len"))
-    _put(out, "rollout_gpu_memory_utilization", args.get("sglang_mem_fraction_static"))
-    return out
+    from types import SimpleNamespace
+    from ..integrations.slime import config_values
+    return _prefixed(config_values(SimpleNamespace(**{k: _arg_value(v) for k, v in args.items()})))
 
 
 class VerlConfigParser(Parser):
@@ -139,7 +110,7 @@ class VerlConfigParser(Parser):
         super().__init__()
         self._lines: list[str] | None = None
         self._actor: str | None = None
-        self._depth = 0
+        self._open: list[tuple[str, int]] = []  # (closer, content column) of each open bracket
 
     @property
     def pending(self) -> bool:
@@ -152,16 +123,37 @@ class VerlConfigParser(Parser):
             if not body.startswith(VERL_START):
                 self.skipped += 1
                 return []
-            self._lines, self._actor, self._depth = [], actor, 0
+            self._lines, self._actor, self._open = [], actor, []
         elif actor != self._actor:
             return []  # another actor's line in the middle of the dump
+        cut = _SPLICE.search(body)
+        if cut is not None:
+            body = body[:cut.start()]  # another writer's line spliced into this one
+        if self._lines:  # pprint indents an item to the column after its open bracket
+            indent = len(body) - len(body.lstrip(" "))
+            if self._open and indent < self._open[-1][1]:
+                self.rejected["config_line_lost"] += 1
+                while self._open and indent < self._open[-1][1]:
+                    self._lines[-1] += self._open.pop()[0]  # its closing line was lost
+                if self._open:
+                    self._lines[-1] += ","  # the next item follows in the enclosing bracket
+        if self._lines and not self._open:
+            self._lines.append(body)
+            return self._finish()
         self._lines.append(body)
-        self._depth = _depth(body, self._depth)
-        if self._depth > 0:
+        for i, c in brackets(body):
+            if c in _CLOSER:
+                self._open.append((_CLOSER[c], i + 1))
+            elif self._open:
+                self._open.pop()
+        if self._open:
             if len(self._lines) >= _MAX_LINES:
                 self.rejected["unclosed_config"] += 1
                 self.reset()
             return []
+        return self._finish()
+
+    def _finish(self) -> list[Frame]:
         text = "\n".join(self._lines)
         self.reset()
         try:
@@ -179,7 +171,7 @@ class VerlConfigParser(Parser):
         return []
 
     def reset(self) -> None:
-        self._lines, self._actor, self._depth = None, None, 0
+        self._lines, self._actor, self._open = None, None, []
 
 
 class MegatronArgsParser(Parser):

@@ -25,8 +25,7 @@ VERSION = 1
 NOT_SIGNALS = frozenset({"rl_training_step", "rl_training_step_timestamp_seconds", "rl_epoch",
                          "rl_run_info", "rl_config_value", "rl_unmapped_value"})
 # The signals the runbooks read first: leave-one-out holds a healthy run inside these.
-# (rl_entropy_loss: the entropy in veRL's v0.1-era console, actor/entropy_loss)
-KEY_METRICS = ("rl_score", "rl_reward", "rl_entropy", "rl_entropy_loss",
+KEY_METRICS = ("rl_score", "rl_reward", "rl_shaped_reward", "rl_entropy",
                "rl_response_length_tokens", "rl_policy_clip_ratio", "rl_grad_norm",
                "rl_reference_kl", "rl_policy_kl", "rl_policy_loss", "rl_response_truncated_ratio")
 

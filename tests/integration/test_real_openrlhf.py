@@ -94,7 +94,9 @@ def test_save_logs_and_checkpoints_feeds_our_logger():
     assert (info["framework"], info["algorithm"], info["model"]) == ("openrlhf", "group_norm", "Qwen2.5-7B")
     # 2 epochs x ceil(128 prompts x 8 samples / 256)
     assert config_series(series) == {"n_mini": 8.0, "max_grad_norm": 0.8, "max_response_length": 4096.0,
-                                     "rollout_gpu_memory_fraction": 0.6}
+                                     "rollout_gpu_memory_fraction": 0.6, "pi_old_from_rollout": 0.0,
+                                     "kl_loss_coef": 0.0, "kl_reward_coef": 0.01,
+                                     "async_training": 0.0, "colocated": 0.0}
     url = ours.exporter.url
     trainer.tensorboard_logger.close()  # end of fit()
     with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
@@ -106,4 +108,10 @@ def test_default_args_config_values():
     args = real_args([])
     # defaults: rollout.batch_size 1024 x 1 sample / train.batch_size 128, 1 epoch;
     # rollout.max_new_tokens unset (per-prompt limit): not exported
-    assert config_values(args) == {"n_mini": 8.0, "max_grad_norm": 1.0, "rollout_gpu_memory_fraction": 0.95}
+    # algo.kl.init_coef 0.01 without --algo.kl.use_loss: the KL goes into the reward
+    assert config_values(args) == {"n_mini": 8.0, "max_grad_norm": 1.0, "rollout_gpu_memory_fraction": 0.95,
+                                   "pi_old_from_rollout": 0.0, "kl_loss_coef": 0.0,
+                                   "kl_reward_coef": 0.01, "async_training": 0.0, "colocated": 0.0}
+    loss = real_args(["--algo.kl.use_loss", "--train.async_enable"])
+    got = config_values(loss)
+    assert (got["kl_loss_coef"], got["kl_reward_coef"], got["async_training"]) == (0.01, 0.0, 1.0)

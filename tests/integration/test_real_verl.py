@@ -74,7 +74,8 @@ def test_tracking_serves_what_verl_logs_with_config_values():
     # 2 epochs x 64/16 mini-batches; clip_grad; response_length follows data.max_response_length
     assert config_series(series) == {"n_mini": 8.0, "max_grad_norm": 0.5,
                                      "max_response_length": 1024.0,
-                                     "rollout_gpu_memory_fraction": 0.7}
+                                     "rollout_gpu_memory_fraction": 0.7, "pi_old_from_rollout": 0.0, "kl_loss_coef": 0.0,
+                                     "kl_reward_coef": 0.0, "async_training": 0.0, "colocated": 1.0}
 
     t.finish()
     assert backend._closed and backend.exporter._closed
@@ -87,5 +88,15 @@ def test_default_config_values():
     from exporter.integrations.verl import config_values
     cfg = compose_config([])
     # veRL's defaults: train_batch_size 1024 / ppo_mini_batch_size 256, 1 epoch
+    # the v1 trainer in sync mode (trainer.v1.trainer_mode, _generated_ppo_trainer.yaml:981) on
+    # the hybrid engine; no rollout-correction bypass, use_kl_loss and use_kl_in_reward false
     assert config_values(cfg) == {"n_mini": 4.0, "max_grad_norm": 1.0, "max_response_length": 512.0,
-                                  "rollout_gpu_memory_fraction": 0.5}
+                                  "rollout_gpu_memory_fraction": 0.5, "pi_old_from_rollout": 0.0,
+                                  "kl_loss_coef": 0.0, "kl_reward_coef": 0.0,
+                                  "async_training": 0.0, "colocated": 1.0}
+    bypass = compose_config(["algorithm.rollout_correction.bypass_mode=true",
+                             "actor_rollout_ref.actor.use_kl_loss=true",
+                             "trainer.v1.trainer_mode=separate_async"])
+    got = config_values(bypass)
+    assert (got["pi_old_from_rollout"], got["kl_loss_coef"], got["async_training"],
+            got["colocated"]) == (1.0, 0.001, 1.0, 0.0)

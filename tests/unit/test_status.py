@@ -44,6 +44,7 @@ def _non_loopback_addr():
 def test_status_fields_over_http():
     with Exporter(run="st-a", framework="verl", port=0, gpu=False) as ex:
         ex.store.set("rl_config_value", 100.0, {"parameter": "total_training_steps"})
+        ex.store.set("rl_config_value", 0.0, {"parameter": "async_training"})  # gen is the step
         t0 = time.time() - 100
         for i in range(5):  # steps every 10 s, recorded with their own timestamps
             ex.process_now({"timing_s/gen": 4.0}, i, t0 + 10 * i)

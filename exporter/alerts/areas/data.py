@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..config import Dur
 from ..exprs import TRUNC_SEL, CONFIG_SEL, recent
 from ..model import Alert, Case, Threshold
-from ..series import s
+from ..series import alt, s
 from ..sim.healthy import uniform
 from ..sim.pathology import Pathology, assign, from_entry
 
@@ -133,9 +133,21 @@ ALERTS: list[Alert] = [
     ),
     Alert(
         name="RLValidationRegressing", severity="warning", for_=Dur(60),
+        # a 0..1 share (var acc|accuracy): an absolute drop; any other scale (var reward,
+        # unlabelled): a drop relative to the best level and to the score's own spread
         expr='max by (run, data_source) (\n'
-             '  max_over_time(rl_validation_score{{stat="", tier!="aux"}}[{validation_window}])\n'
-             '  - rl_validation_score{{stat="", tier!="aux"}}\n)\n> {validation_drop}\n'
+             '  (\n    max_over_time(rl_validation_score{{stat="", tier!="aux", var=~"{validation_share_vars}"}}[{validation_window}])\n'
+             '    - rl_validation_score{{stat="", tier!="aux", var=~"{validation_share_vars}"}}\n'
+             '  ) > {validation_drop}\n'
+             '  or\n'
+             '  (\n    max_over_time(rl_validation_score{{stat="", tier!="aux", var!~"{validation_share_vars}"}}[{validation_window}])\n'
+             '    - rl_validation_score{{stat="", tier!="aux", var!~"{validation_share_vars}"}}\n'
+             '  )\n'
+             '  > {validation_drop_ratio} * abs(max_over_time(rl_validation_score{{stat="", tier!="aux", '
+             'var!~"{validation_share_vars}"}}[{validation_window}]))\n'
+             '  > {validation_noise_sigmas} * stddev_over_time(rl_validation_score{{stat="", tier!="aux", '
+             'var!~"{validation_share_vars}"}}[{validation_window}])\n'
+             ')\n'
              'and on (run, data_source)\nmax by (run, data_source) (changes(rl_validation_score{{stat="", '
              'tier!="aux"}}[{validation_window}])) >= {validation_min_changes}\n'
              "and on (run)\nrun:rl_task_reward:avg_recent >= run:rl_task_reward:avg_baseline",
@@ -146,8 +158,22 @@ ALERTS: list[Alert] = [
                 "score is taken over is days, not an hour."),
             "validation_drop": Threshold(
                 0.05,
-                "The best validation score of the window minus this much (the RL metrics dictionary: "
+                "Where the score is a 0..1 share: the best validation score of the window minus this much (the RL metrics dictionary: "
                 "val-core should rise)."),
+            "validation_share_vars": Threshold(
+                "acc|accuracy",
+                "The validation variables that are a 0..1 share (veRL val-core acc, a generic "
+                "val/accuracy). veRL falls back to the summed reward (var=\"reward\") where a "
+                "dataset has no acc (v1/trainer_base.py), on the reward model's scale (-5..5 for an "
+                "RM, the veRL metrics guide section 3.1); slime/Miles, posttrain and OpenRLHF log "
+                "the reward."),
+            "validation_drop_ratio": Threshold(
+                0.1,
+                "Any other scale: the drop is this share of the best level's magnitude ..."),
+            "validation_noise_sigmas": Threshold(
+                2,
+                "... and this many standard deviations of the score over the window (its own "
+                "spread: held-out noise on a 0-100 or -5..5 scale is far above 0.05)."),
             "validation_min_changes": Threshold(
                 2,
                 "... with at least this many new validation results in the window."),
@@ -156,10 +182,14 @@ ALERTS: list[Alert] = [
         description="Run {{ $labels.run }}: validation on {{ $labels.data_source }} is {{ printf "
                     "\"%.3f\" $value }} below its best of the validation window while train reward "
                     "rises.",
-        meaning="a core validation score is more than {validation_drop} below its best of the last "
-                "{validation_window} (with at least {validation_min_changes} new validation results "
-                "in that window) while the task reward of {reward_recent} is at or above its mean "
-                "over {reward_baseline}.",
+        meaning="a core validation score fell below its best of the last {validation_window} (with "
+                "at least {validation_min_changes} new validation results in that window) while the "
+                "task reward of {reward_recent} is at or above its mean over {reward_baseline}: by "
+                "more than {validation_drop} for a 0..1 share (`var` matching "
+                "`{validation_share_vars}`), and otherwise (a reward on its own scale, veRL's "
+                "fallback where a dataset has no acc, slime/Miles eval/<dataset>) by more than "
+                "{validation_drop_ratio} x the best level's magnitude and {validation_noise_sigmas} "
+                "standard deviations of the score over the window.",
         impact="the policy is overfitting the training reward.",
         diagnosis_source="the RL metrics dictionary",
         diagnosis="first `rl_response_length_tokens` (is length moving?); next "
@@ -174,6 +204,28 @@ ALERTS: list[Alert] = [
                 desc='Run r: validation on gsm8k is 0.390 below its best of the validation window while train reward rises.',
                 silent=[s("rl_validation_score", "0.3+0.004x100", data_source="gsm8k", var="acc", estimator="mean",
                           n="1", tier="core"), s("rl_reward", "0.2+0.006x100")], silent_at="100m"),
+            # veRL val-core falls back to the summed reward (var="reward") where a dataset has no
+            # acc: on an RM's -5..5 scale, held-out noise of +-0.08 around 2.0 is no regression
+            # (the absolute 0.05 of a 0..1 share fired on it); a fall from 2.0 to 1.0 is
+            Case(
+                title="a score on the reward's own scale",
+                fire=[s("rl_validation_score", alt(2.0, 2.08, 30) + " 1.0x40", data_source="hh", var="reward",
+                        estimator="mean", n="1", tier="core"),
+                      s("rl_reward", "0.5+0.003x100")],
+                at="100m", labels={"data_source": "hh"},
+                desc='Run r: validation on hh is 1.080 below its best of the validation window while train reward rises.',
+                silent=[s("rl_validation_score", alt(2.0, 2.08, 50), data_source="hh", var="reward",
+                          estimator="mean", n="1", tier="core"), s("rl_reward", "0.5+0.003x100")],
+                silent_at="100m"),
+            # a 0-100 score (a benchmark's percent): a 2-point wobble is noise, a 12-point fall is not
+            Case(
+                title="a 0-100 score",
+                fire=[s("rl_validation_score", alt(60, 62, 30) + " 48x40", data_source="aime"),
+                      s("rl_reward", "0.5+0.003x100")],
+                at="100m", labels={"data_source": "aime"},
+                desc='Run r: validation on aime is 14.000 below its best of the validation window while train reward rises.',
+                silent=[s("rl_validation_score", alt(60, 62, 50), data_source="aime"),
+                        s("rl_reward", "0.5+0.003x100")], silent_at="100m"),
         ],
         cadence=from_entry("validation-regression", {"30s": 56, "2m": 55, "10m": 55}),
     ),

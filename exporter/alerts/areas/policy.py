@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import SEAM, CLIP_SEL, CONFIG_SEL, ladder, over, recent, increase_per_step
+from ..exprs import SEAM, CLIP_SEL, CONFIG_SEL, ladder, over, recent, increase_per_attempt
 from ..model import Alert, Case, Threshold
 from ..series import alt, s
 from ..sim.healthy import uniform
@@ -22,8 +22,9 @@ ALERTS: list[Alert] = [
         summary="Policy entropy collapsed relative to the run's own recent level.",
         description="Run {{ $labels.run }}: mean entropy is {{ printf \"%.3f\" $value }}, under "
                     "{entropy_collapse_ratio}x its baseline over the preceding steps.",
-        meaning="mean token entropy (`rl_entropy`; veRL up to v0.3.0.post1 logs it as "
-                "`actor/entropy_loss`) over {recent} is below {entropy_collapse_ratio} x its mean "
+        meaning="mean token entropy (`rl_entropy`: veRL `actor/entropy`, OpenRLHF `entropy_loss`, "
+                "TRL and AReaL `entropy`; the update-pass entropy, veRL `actor/entropy_loss` and "
+                "slime/Miles `train/entropy_loss`, where a run logs no other) over {recent} is below {entropy_collapse_ratio} x its mean "
                 "over {baseline}.",
         impact="the policy stops exploring (the veRL metrics guide, problem 2, premature "
                "convergence); reward collapse often follows.",
@@ -39,6 +40,15 @@ ALERTS: list[Alert] = [
                 fire=[s("rl_entropy", "1x80 0.2x20")], at="95m",
                 desc='Run r: mean entropy is 0.200, under 0.4x its baseline over the preceding steps.',
                 silent=[s("rl_entropy", "1.2-0.008x99")], silent_at="95m"),
+            # the framework's own entropy first; the update-pass entropy (veRL actor/entropy_loss,
+            # slime/Miles train/entropy_loss) where a run logs no other. Miles writes 0 there when
+            # it does not compute it: a healthy rollout entropy beside it is what the rule reads
+            Case(
+                title="the update pass where a run logs no other entropy",
+                fire=[s("rl_entropy", "1x80 0.2x20", phase="update")], at="95m",
+                desc='Run r: mean entropy is 0.200, under 0.4x its baseline over the preceding steps.',
+                silent=[s("rl_entropy", "1.2-0.002x99"), s("rl_entropy", "0x100", phase="update")],
+                silent_at="95m"),
         ],
         cadence=from_entry("entropy-collapse", {"30s": 12, "2m": 12, "10m": 10}),
     ),
@@ -76,7 +86,9 @@ ALERTS: list[Alert] = [
              "  and run:rl_reference_kl:avg_recent > {reference_kl_min}\n"
              ")\nor\n"
              + ladder("max by (run) (min_over_time(rl_reference_kl{{stat=\"\", split=\"\"}}[{W}]))\n"
-                      "  or max by (run) (min_over_time(rl_reward_kl_penalty{{stat=\"\", split=\"\"}}[{W}]))",
+                      "  or max by (run) (min_over_time(rl_reward_kl_penalty{{stat=\"\", split=\"\"}}[{W}]))\n"
+                      "  or (-1 * max by (run) (max_over_time(rl_reward_kl_term{{stat=\"\", split=\"\"}}[{W}]))\n"
+                      "    / on (run) max by (run) (" + CONFIG_SEL.format("kl_reward_coef") + " > 0))",
                       "{reference_kl_persist_steps}") + " > {reference_kl_high}",
         thresholds={
             "reference_kl_runaway_factor": Threshold(
@@ -98,7 +110,8 @@ ALERTS: list[Alert] = [
                     "a recent mean several times its baseline over the preceding steps, or above "
                     "{reference_kl_high} on every recent step, far above the healthy range.",
         meaning="KL to the frozen reference (`rl_reference_kl`, or where a run logs none the KL it "
-                "folds into the reward, `rl_reward_kl_penalty`) over {recent} is more than "
+                "folds into the reward, `rl_reward_kl_penalty`, or AReaL's `kl_rewards` divided by "
+                "-`kl_ctl`) over {recent} is more than "
                 "{reference_kl_runaway_factor} x its mean over {baseline}, where that mean is above "
                 "{reference_kl_baseline_min}, and above {reference_kl_min}; or above "
                 "{reference_kl_high} (10x the top of the veRL metrics guide's normal range; the "
@@ -142,6 +155,25 @@ ALERTS: list[Alert] = [
                 desc="Run r: KL to the reference is 3.0000: a recent mean several times its baseline over "
                      "the preceding steps, or above 1 on every recent step, far above the healthy range.",
                 silent=[s("rl_reward_kl_penalty", "0.08x100")], silent_at="90m"),
+            # AReaL logs -kl_ctl x KL (ppo_actor/kl_rewards, rl_reward_kl_term) and its integration
+            # captures kl_ctl: the rules read the KL itself. kl_ctl 0.1, KL 0.03 then 0.15 +
+            # 0.05/min; silent: the same term without a reference model (kl_reward_coef 0: no KL)
+            Case(
+                title="AReaL's coefficient-scaled term",
+                fire=[s("rl_reward_kl_term", "-0.003x80 -0.015-0.005x20"),
+                      s("rl_config_value", "0.1x100", parameter="kl_reward_coef")], at="90m",
+                desc="Run r: KL to the reference is 0.4750: a recent mean several times its baseline over "
+                     "the preceding steps, or above 1 on every recent step, far above the healthy range.",
+                silent=[s("rl_reward_kl_term", "-0.003x80 -0.015-0.005x20"),
+                        s("rl_config_value", "0x100", parameter="kl_reward_coef")], silent_at="90m"),
+            Case(
+                title="AReaL: a steady KL term",
+                fire=[s("rl_reward_kl_term", "-0.3x100"),
+                      s("rl_config_value", "0.1x100", parameter="kl_reward_coef")], at="90m",
+                desc="Run r: KL to the reference is 3.0000: a recent mean several times its baseline over "
+                     "the preceding steps, or above 1 on every recent step, far above the healthy range.",
+                silent=[s("rl_reward_kl_term", "-0.003x100"),
+                        s("rl_config_value", "0.1x100", parameter="kl_reward_coef")], silent_at="90m"),
         ],
         cadence=from_entry("reference-kl-runaway", {"30s": 10, "2m": 9, "10m": 8}),
     ),
@@ -264,19 +296,42 @@ ALERTS: list[Alert] = [
     Alert(
         name="RLClipFractionNonZeroOnPolicy", severity="warning", for_=Dur(60),
         expr=recent("max_over_time", "rl_policy_clip_ratio", CLIP_SEL) + " > 0\n"
-             "and on (run)\nmax by (run) (" + CONFIG_SEL.format("n_mini") + ") == 1",
+             "and on (run)\nmax by (run) (" + CONFIG_SEL.format("n_mini") + ") == 1\n"
+             "unless on (run)\nmax by (run) (" + CONFIG_SEL.format("pi_old_from_rollout") + ") == 1",
         summary="Clip fraction is non-zero although the run takes one mini-batch per step (a bug).",
         description="Run {{ $labels.run }} reports clip fraction {{ printf \"%.4f\" $value }} with "
                     "one mini-batch per step, where the ratio is identically 1.",
         meaning="the clip fraction was above 0 on some step of {recent} although the run takes one "
                 "mini-batch per step (`rl_config_value{parameter=\"n_mini\"} == 1`), where the ratio "
-                "is identically 1. Silent when the run does not export `n_mini`.",
+                "is identically 1 when pi_old is the trainer's own recompute. Silent when the run "
+                "does not export `n_mini`, and where pi_old is the rollout engine's log-probs "
+                "(`pi_old_from_rollout` 1: posttrain use_rollout_logprobs_for_loss, slime/Miles "
+                "--use-rollout-logprobs, veRL's rollout-correction bypass, AReaL by default), where "
+                "the ratio is pi_train / pi_rollout and a healthy run clips some tokens.",
         impact="pi_old is not what the loss thinks (wrong log-probs, dtype mismatch, stale weights): "
                "the objective is wrong.",
         diagnosis="first how pi_old log-probs are computed (rollout log-probs vs a frozen recompute; "
-                  "the posttrain metrics reference: bf16 vs fp32 changes the clip rate 17x); next "
-                  "`rl_train_inference_logprob_abs_diff`.",
+                  "the posttrain metrics reference: bf16 vs fp32 changes the clip rate 17x). A run "
+                  "that uses the rollout log-probs on purpose and did not say so "
+                  "(`rl_config_value{parameter=\"pi_old_from_rollout\"}` absent: an integration "
+                  "older than this release, or a config print the sidecar does not read) fires "
+                  "here: check the setting first. Next `rl_train_inference_logprob_abs_diff`.",
         mitigation="recompute pi_old in fp32 with the training weights; fix the batching config.",
+        cases=[
+            # one mini-batch per step and pi_old from the rollout engine (posttrain
+            # use_rollout_logprobs_for_loss, slime/Miles --use-rollout-logprobs, veRL bypass,
+            # AReaL's default): the ratio is pi_train / pi_rollout, and the posttrain metrics
+            # reference's logprob_gap_gt0p5_frac shows tokens past any 0.2 clip, so a healthy run
+            # clips some
+            Case(
+                title="rollout log-probs as pi_old",
+                fire=[s("rl_policy_clip_ratio", "0.002x40"), s("rl_config_value", "1x40", parameter="n_mini"),
+                      s("rl_config_value", "0x40", parameter="pi_old_from_rollout")], at="30m",
+                desc="Run r reports clip fraction 0.0020 with one mini-batch per step, where the ratio is "
+                     "identically 1.",
+                silent=[s("rl_policy_clip_ratio", "0.002x40"), s("rl_config_value", "1x40", parameter="n_mini"),
+                        s("rl_config_value", "1x40", parameter="pi_old_from_rollout")], silent_at="30m"),
+        ],
         cadence=from_entry("on-policy-clip", {"30s": 5, "2m": 4, "10m": 4}),
     ),
     Alert(
@@ -350,33 +405,61 @@ ALERTS: list[Alert] = [
     Alert(
         name="RLGradNormZero", severity="warning", for_=Dur(60),
         expr=recent("max_over_time", "rl_grad_norm") + " == 0\nor\n"
-             + increase_per_step("rl_optimizer_zero_grad_skips_total") + " >= {zero_grad_skip_share}",
+             + increase_per_attempt("rl_optimizer_zero_grad_skips_total") + " >= {zero_grad_skip_share}",
         thresholds={
             "zero_grad_skip_share": Threshold(
                 0.9,
-                "The posttrain metrics reference expects some zero-grad skips in GRPO (tied groups); "
-                "this share of the recent steps skipped means no learning signal."),
+                "The posttrain metrics reference expects some zero-grad skips in GRPO (tied "
+                "mini-batches); this share of the recent optimizer updates (attempts, or steps x "
+                "n_mini) skipped means no learning signal."),
         },
         summary="The gradient has been exactly zero: the run gets no learning signal.",
-        description="Run {{ $labels.run }}: gradient norm (or zero-gradient skips per step) is {{ "
-                    "$value }} over the recent steps.",
+        description="Run {{ $labels.run }}: gradient norm (or the share of optimizer updates "
+                    "skipped for a zero gradient) is {{ $value }} over the recent steps.",
         meaning="the gradient norm was exactly 0 on every step of {recent}, or at least "
-                "{zero_grad_skip_share} zero-gradient skips per step "
-                "(`rl_optimizer_zero_grad_skips_total`) happened there.",
+                "{zero_grad_skip_share} of the optimizer updates there were skipped for a zero "
+                "gradient (`rl_optimizer_zero_grad_skips_total` over the attempts, "
+                "`rl_optimizer_attempts_total`, or over the steps x `n_mini` updates per step): a "
+                "run at n_mini = 8 that skips one update a step is learning.",
         impact="no learning signal; the run burns GPUs for nothing.",
-        diagnosis="first GRPO group informativeness (RLNoInformativeGroups explains it); next the "
-                  "skip count against the updates per step: `rl_optimizer_zero_grad_skips_total` "
-                  "counts skipped optimizer updates, so with several updates a step (`n_mini` > 1) "
-                  "one skipped update a step already reads as 1 (compare with "
-                  "`rl_optimizer_steps_total`); then advantages (`rl_advantage` all 0), the loss "
-                  "mask, frozen parameters.",
+        diagnosis="first GRPO group informativeness (RLNoInformativeGroups explains it); next "
+                  "advantages (`rl_advantage` all 0), the loss mask, frozen parameters. A run that "
+                  "exports neither an attempts counter nor `n_mini` has its skips read against no "
+                  "update count and only the zero-norm branch fires: the posttrain metrics reference "
+                  "expects some zero-gradient skips in GRPO (tied mini-batches).",
         mitigation="fix the reward function / data difficulty; check that the right parameters "
                    "require grad.",
         cases=[
             Case(
                 fire=[s("rl_grad_norm", "0.5x20 0x20")], at="40m",
-                desc='Run r: gradient norm (or zero-gradient skips per step) is 0 over the recent steps.',
+                desc='Run r: gradient norm (or the share of optimizer updates skipped for a zero gradient) '
+                     'is 0 over the recent steps.',
                 silent=[s("rl_grad_norm", alt(0.5, 0, 20))], silent_at="40m"),
+            # the posttrain metrics reference at n_mini = 8: 8 optimizer attempts a step, one
+            # skipped for a tied mini-batch, the gradient norm 0.5: learning; every attempt
+            # skipped is no learning signal
+            Case(
+                title="skipped updates per attempt",
+                fire=[s("rl_training_step", "1+1x40"), s("rl_grad_norm", "0.5x40"),
+                      s("rl_optimizer_zero_grad_skips_total", "0+8x40"),
+                      s("rl_optimizer_attempts_total", "0+8x40")], at="40m",
+                desc='Run r: gradient norm (or the share of optimizer updates skipped for a zero gradient) '
+                     'is 1 over the recent steps.',
+                silent=[s("rl_training_step", "1+1x80"), s("rl_grad_norm", "0.5x80"),
+                        s("rl_optimizer_zero_grad_skips_total", "0+1x80"),
+                        s("rl_optimizer_steps_total", "0+7x80"), s("rl_optimizer_attempts_total", "0+8x80"),
+                        s("rl_config_value", "8x80", parameter="n_mini")], silent_at="30m"),
+            # no attempts counter: the updates are the steps x n_mini
+            Case(
+                title="skipped updates per step x n_mini",
+                fire=[s("rl_training_step", "1+1x40"), s("rl_grad_norm", "0.5x40"),
+                      s("rl_optimizer_zero_grad_skips_total", "0+8x40"),
+                      s("rl_config_value", "8x40", parameter="n_mini")], at="40m",
+                desc='Run r: gradient norm (or the share of optimizer updates skipped for a zero gradient) '
+                     'is 1 over the recent steps.',
+                silent=[s("rl_training_step", "1+1x80"), s("rl_grad_norm", "0.5x80"),
+                        s("rl_optimizer_zero_grad_skips_total", "0+1x80"),
+                        s("rl_config_value", "8x80", parameter="n_mini")], silent_at="30m"),
         ],
         cadence=from_entry("no-signal", {"30s": 15, "2m": 13, "10m": 12}),
     ),

@@ -88,6 +88,18 @@ ALERTS: list[Alert] = [
                 desc="Run r: train/inference mismatch is 2.3x its baseline over the preceding steps.",
                 silent=[s("rl_train_inference_logprob_abs_diff", "0.015x80 0.06x20"),
                         s("rl_sample_staleness_steps", "1x80 5x20")], silent_at="90m"),
+            # Miles' mismatch is gated on its own staleness (the weight-version lag): the gap
+            # doubling while the samples age (the weight push stalled) is policy drift, not
+            # engine disagreement
+            Case(
+                title="Miles: the gap of aging samples",
+                fire=[s("rl_train_inference_logprob_abs_diff", "0.015x80 0.06x20"),
+                      s("rl_training_step", "0+2x100"), s("rl_step_counter", "0+1x100", counter="rollout"),
+                      s("rl_sample_weight_version", "0+1x100", stat="min")], at="90m",
+                desc="Run r: train/inference mismatch is 2.3x its baseline over the preceding steps.",
+                silent=[s("rl_train_inference_logprob_abs_diff", "0.015x80 0.06x20"),
+                        s("rl_training_step", "0+2x100"), s("rl_step_counter", "0+1x100", counter="rollout"),
+                        s("rl_sample_weight_version", "0+1x80 80x20", stat="min")], silent_at="90m"),
         ],
         cadence=from_entry("train-infer-mismatch", {"30s": 8, "2m": 7, "10m": 7}),
     ),
@@ -131,7 +143,9 @@ ALERTS: list[Alert] = [
                     "stale on average.",
         meaning="async samples are on average more than {staleness_max_steps} policy versions older "
                 "than the last published checkpoint over {recent} "
-                "(`rl_sample_staleness_steps{reference=\"\"}`; the proximal reference is not this).",
+                "(`rl_sample_staleness_steps{reference=\"\"}`; the proximal reference is not this; "
+                "on Miles, which logs its samples' weight versions, the oldest sample's lag in weight "
+                "versions, `run:rl_sample_weight_version:lag`).",
         impact="off-policy drift; clipping and KL rise.",
         diagnosis="first rollout vs training throughput (`rl_phase_duration_seconds`); next the "
                   "trainer's staleness bound.",
@@ -148,6 +162,30 @@ ALERTS: list[Alert] = [
                 desc="Run r: samples are 7.0 policy versions stale on average.",
                 silent=[s("rl_sample_staleness_steps", "1x40"),
                         s("rl_sample_staleness_steps", "9x40", reference="proximal")], silent_at="40m"),
+            # Miles, one step off (train_async.py), 2 optimizer steps per rollout: rollout r is
+            # generated with weight version r (one behind the 1 + r being trained), so its lag is 1
+            # throughout; the training step minus the version grows by one every rollout. When the
+            # weight push stops at version 10, the samples really age, one version per rollout.
+            Case(
+                title="Miles: weight-version lag, not steps",
+                fire=[s("rl_training_step", "0+2x40"), s("rl_step_counter", "0+1x40", counter="rollout"),
+                      s("rl_sample_weight_version", "0+1x10 10x30", stat="min"),
+                      s("rl_config_value", "1x40", parameter="update_weights_interval")], at="40m",
+                desc="Run r: samples are 28.5 policy versions stale on average.",
+                silent=[s("rl_training_step", "0+2x80"), s("rl_step_counter", "0+1x80", counter="rollout"),
+                        s("rl_sample_weight_version", "0+1x80", stat="min"),
+                        s("rl_config_value", "1x80", parameter="update_weights_interval")], silent_at="80m"),
+            # a Miles run that pushes weights every 2 rollouts: its samples are at most one push
+            # behind, so a lag of 0 or 1; stalled pushes show as before
+            Case(
+                title="Miles: update_weights_interval 2",
+                fire=[s("rl_training_step", "0+4x40"), s("rl_step_counter", "0+2x40", counter="rollout"),
+                      s("rl_sample_weight_version", "1+1x10 11x30", stat="min"),
+                      s("rl_config_value", "2x40", parameter="update_weights_interval")], at="40m",
+                desc="Run r: samples are 27.5 policy versions stale on average.",
+                silent=[s("rl_training_step", "0+4x80"), s("rl_step_counter", "0+2x80", counter="rollout"),
+                        s("rl_sample_weight_version", "1+1x80", stat="min"),
+                        s("rl_config_value", "2x80", parameter="update_weights_interval")], silent_at="80m"),
         ],
         cadence=from_entry("async-staleness", {"30s": 11, "2m": 11, "10m": 8}),
     ),
@@ -422,7 +460,8 @@ ALERTS: list[Alert] = [
                     "recent level.",
         meaning="the longest multi-turn rollout of {recent} took more than {turns_runaway_factor} x "
                 "the average per-step maximum of {baseline}, and at least {turns_runaway_min} turns "
-                "(the mean where only the mean is logged).",
+                "(the mean where only the mean is logged; veRL's message count, prompt included, "
+                "read as (messages - 1) / 2 assistant turns).",
         impact="agent loops that never terminate burn rollout time and context.",
         diagnosis="first tool-call failures (`rl_tool_call_failure_ratio`) and the stop condition; "
                   "next a sample transcript.",
@@ -432,6 +471,14 @@ ALERTS: list[Alert] = [
                 title="AReaL logs the mean only",
                 fire=[s("rl_turns", "3x80 30x20")], at="90m", desc='Run r: a rollout took 30 turns, several times the recent level.',
                 silent=[s("rl_turns", "3x100")], silent_at="90m"),
+            # veRL counts messages, prompt included (num_turns = user + assistant + 1): the rule
+            # reads (m - 1) / 2 assistant turns, the unit AReaL and slime count. 41 messages are 20
+            Case(
+                title="veRL's message count",
+                fire=[s("rl_turn_messages", "5x80 41x20", stat="max"), s("rl_turn_messages", "3x100")],
+                at="90m", desc="Run r: a rollout took 20 turns, several times the recent level.",
+                silent=[s("rl_turn_messages", "2x100", stat="max"), s("rl_turn_messages", "2x100")],
+                silent_at="90m"),
         ],
         cadence=from_entry("multi-turn-runaway", {"30s": 5, "2m": 4, "10m": 4}),
     ),

@@ -17,6 +17,12 @@ from ..metrics import SPLIT, STAT
 from ..model import COUNTER, GAUGE, MAX, MEAN, SUM, WMEAN, Metric, Vocabulary, alias, pattern
 
 METRICS = [
+    Metric("rl_batch_longest_sequence_ratio", GAUGE, "1",
+           "Share of the trained batch's sequences whose prompt+response length equals the "
+           "batch's longest (AReaL ppo_actor/no_eos_ratios: seqlens == the padded width). At least "
+           "1/batch on every step, and blind to a truncated response with a shorter prompt, so "
+           "it is no truncation share (rl_response_truncated_ratio).", (STAT, SPLIT), WMEAN,
+           "rl_responses", group="length"),
     Metric("rl_outcome_sequences", GAUGE, "{sequence}",
            "Sequences in the trained batch by outcome: outcome=correct (task reward > 0) | incorrect "
            "(AReaL ppo_actor/correct_n_seqs, incorrect_n_seqs).", (STAT, SPLIT, "outcome"), SUM,
@@ -101,14 +107,25 @@ K = {
     "ppo_actor/task_reward": _w("rl_score", NS),
     "ppo_actor/seq_len": _w("rl_sequence_length_tokens", NS, note="attention-mask length"),
     "ppo_actor/prompt_len": _w("rl_prompt_length_tokens", NS),
-    "ppo_actor/no_eos_ratios": _w("rl_response_truncated_ratio", NS),
+    # seqlens == attention_mask.shape[1] (areal/trainer/ppo/actor.py:301) on a batch padded to
+    # its longest sequence (areal/utils/data.py concat_padded_tensors): the share of sequences
+    # as long as the longest, at least 1/B on every step; not "hit the generation limit"
+    "ppo_actor/no_eos_ratios": _w("rl_batch_longest_sequence_ratio", NS),
     "ppo_actor/correct_seq_len": _w("rl_outcome_sequence_length_tokens", "ppo_actor/correct_n_seqs",
                                     outcome="correct"),
     "ppo_actor/incorrect_seq_len": _w("rl_outcome_sequence_length_tokens",
                                       "ppo_actor/incorrect_n_seqs", outcome="incorrect"),
     "ppo_actor/advantages": _w("rl_advantage", NT),
-    "ppo_actor/kl_rewards": _w("rl_reward_kl_penalty", NT),
+    # rewards = -kl_ctl * kl_estimator(old_logp, ref_logp) (areal/trainer/ppo/actor.py:202), a
+    # token mean (:294): coefficient and sign included; without a reference model ref_logp is
+    # zeros (:192-194) and it is -kl_ctl * logp_old, no KL (kl_reward_coef is then 0)
+    "ppo_actor/kl_rewards": _w("rl_reward_kl_term", NT),
     # ---------------------------------------------------------------- config echoes
+    # record_timing("rollout") around prepare_batch (trainer/rl_trainer.py:601): the batch
+    # generated in a synchronous run, the wait for it in an off-policy one; slime's
+    # perf/rollout_time (phase "rollout") is the engine's own generation time
+    "timeperf/rollout": alias("rl_phase_duration_seconds", phase="rollout_batch", agg=MEAN,
+                              note="the trainer's prepare_batch: generation (sync) or the wait (async)"),
     "ppo_actor/eps_clip": _config("actor", "eps_clip"),
     "ppo_actor/c_clip": _config("actor", "c_clip"),
     "ppo_actor/use_dual_clip": _config("actor", "use_dual_clip"),
@@ -120,7 +137,9 @@ K = {
     # ---------------------------------------------------------------- loss (ppo_actor/update/)
     "ppo_actor/update/actor_loss": _w("rl_policy_loss", UT),
     "ppo_actor/update/importance_weight": _w("rl_importance_ratio", UT),
-    "ppo_actor/update/approx_kl": _w("rl_policy_kl", UT),
+    # approx_kl = logprobs - proximal_logprobs (functional.py:548): new - old, negated to the
+    # old - new every other framework logs (its /min and /max swap with the sign)
+    "ppo_actor/update/approx_kl": _w("rl_policy_kl", UT, scale=-1.0),
     "ppo_actor/update/clip_ratio": _w("rl_policy_clip_ratio", UT),
     "ppo_actor/update/dual_clip_ratio": _w("rl_policy_clip_ratio", UT, bound="dual"),
     "ppo_actor/update/entropy": _w("rl_entropy", UT),
@@ -227,7 +246,7 @@ for _q, _sub in (("n_tokens", "all"), ("n_valid_tokens", "valid"), ("clipped_tok
 R = "ppo_actor/unclipped_behave_tokens"
 K.update({
     "ppo_actor/importance_weight": _w("rl_importance_ratio", NT),
-    "ppo_actor/approx_kl": _w("rl_policy_kl", NT),
+    "ppo_actor/approx_kl": _w("rl_policy_kl", NT, scale=-1.0),
     "ppo_actor/new_logp": _w("rl_token_logprob", NT, policy="current"),
     "ppo_actor/old_logp": _w("rl_token_logprob", NT, policy="old"),
     "ppo_actor/entropy": _w("rl_entropy", NT),

@@ -14,6 +14,11 @@ from ..model import GAUGE, LAST, MAX, MEAN, SUM, Metric, Vocabulary, alias, patt
 from . import slime
 
 METRICS = [
+    Metric("rl_policy_ratio_ess", GAUGE, "1",
+           "Effective sample size ratio of the PPO update's importance weights pi_new / pi_old "
+           "(Miles train/ess_ratio). The same as rl_importance_ess_ratio (weights pi_old / "
+           "pi_rollout) only where pi_old is the rollout's log-probs (--use-rollout-logprobs).",
+           (STAT, SPLIT), MEAN, group="consistency"),
     Metric("rl_sample_weight_version", GAUGE, "{version}",
            "Weight version of the policy that generated the step's samples (Miles "
            "rollout/weight_version/{mean,median,max,min}). Compare with rl_training_step for the lag.",
@@ -59,7 +64,16 @@ GB = 2.0 ** 30  # psutil bytes / 1024**3, as in slime/veRL
 
 KEYS = dict(slime.KEYS)
 _TRAIN_EXTRA = {
-    "ess_ratio": alias("rl_importance_ess_ratio"),
+    # miles/backends/training_utils/loss_hub/losses.py:113,303-308: entropy_loss is
+    # new_zeros(()) unless --entropy-coef != 0 or --observe-training-entropy; then the entropy.
+    # The 0 placeholder is dropped by the Miles integration (exporter/integrations/miles.py);
+    # read from a log it stays 0, which RLEntropyCollapse's relative test never fires on
+    "entropy_loss": alias("rl_entropy", phase="update",
+                          note="the entropy itself; 0 when neither --entropy-coef nor "
+                               "--observe-training-entropy is set (not computed)"),
+    # ESS of w = pi_new / pi_old = exp(-ppo_kl) (loss_hub/losses.py:286-289,368): the PPO
+    # update's ratio, not veRL's rollout-correction weights pi_old / pi_rollout
+    "ess_ratio": alias("rl_policy_ratio_ess"),
     "train_rollout_kl": alias("rl_train_inference_kl", estimator="k3"),
 }
 for _k, _a in _TRAIN_EXTRA.items():

@@ -20,6 +20,9 @@ from ..metrics import SPLIT, STAT
 from ..model import GAUGE, LAST, MEAN, SUM, Metric, Vocabulary, alias, pattern
 
 METRICS = [
+    Metric("rl_sequence_return", GAUGE, "1",
+           "Return summed over a sequence's tokens, shaped rewards included (OpenRLHF return = "
+           "reward.sum(-1)); rl_return is the token mean.", (STAT, SPLIT), MEAN, group="reward"),
     Metric("rl_reference_logprob_diff", GAUGE, "1",
            "Mean log pi - log pi_ref over response tokens, signed (OpenRLHF logprobs_diff: the k1 "
            "estimate of the KL to the reference; `kl` uses the configured estimator).",
@@ -39,7 +42,10 @@ _SAMPLE = "sample-weighted mean"
 K = {
     # ---- actor (ppo_actor.py); token-weighted means, lr/grad_norm the last value
     "policy_loss": alias("rl_policy_loss", agg=MEAN, note=_TOK),
-    "entropy_loss": alias("rl_entropy_loss", agg=MEAN, note="only with actor.entropy_coef set"),
+    # aggregate_loss(output.entropy, action_mask): the entropy itself, logged whenever
+    # actor.entropy_coef is not None (openrlhf/trainer/ray/ppo_actor.py:346-351,373)
+    "entropy_loss": alias("rl_entropy", agg=MEAN,
+                          note="the entropy itself; only with actor.entropy_coef set (0 logs it)"),
     # read with get_last_lr() after optimizer_step, which steps the scheduler: the next LR
     "actor_lr": alias("rl_next_learning_rate", role="policy"),
     "actor_grad_norm": alias("rl_grad_norm", note="last value in the step"),
@@ -52,7 +58,9 @@ K = {
     # ---- experience (experience_maker.py / samples_generator.py): per-sample
     "reward": alias("rl_reward", agg=MEAN, note=_SAMPLE),
     "score": alias("rl_score", agg=MEAN, note=_SAMPLE),
-    "return": alias("rl_return", agg=MEAN, note="sum of rewards per sample, " + _SAMPLE),
+    # reward.sum(dim=-1) of the shaped token rewards (experience_maker.py:321): a per-sequence
+    # sum, not the token-mean return veRL, AReaL and slime log
+    "return": alias("rl_sequence_return", agg=MEAN, note="sum of rewards per sample, " + _SAMPLE),
     "group_reward_std": alias("rl_group_reward_std", agg=MEAN),
     "response_clip_ratio": alias("rl_sequence_length_limit_ratio"),
     "response_length": alias("rl_response_length_tokens", agg=MEAN),
@@ -93,7 +101,8 @@ K = {
                       note="SFT next-token NLL of the micro-batch, without the MoE aux loss; "
                            "loss_mean is its mean over the accumulation window"),
     # ---- 0.1.x PPO status dict (openllama2 ppo_trainer.py: 'k_coef': self.kl_ctl.value)
-    "k_coef": alias("rl_kl_coefficient", note="the (adaptive or fixed) KL controller's value"),
+    "k_coef": alias("rl_kl_coefficient", target="reward",
+                    note="the (adaptive or fixed) in-reward KL controller's value"),
 }
 
 # tqdm bar short names (ppo_actor.py / ppo_critic.py short_status): console only, never under train/.
@@ -101,7 +110,7 @@ TQDM = {
     # short names of releases before 0.5
     "pg": alias("rl_policy_loss", agg=MEAN),
     "rm": alias("rl_reward", agg=MEAN),
-    "ret": alias("rl_return", agg=MEAN),
+    "ret": alias("rl_sequence_return", agg=MEAN),
     "glen": alias("rl_response_length_tokens", agg=MEAN),
     "tlen": alias("rl_sequence_length_tokens", agg=MEAN),
     "cri": alias("rl_value_loss", agg=MEAN),
@@ -111,7 +120,7 @@ TQDM = {
     "gen_len": alias("rl_response_length_tokens", agg=MEAN),
     "tot_len": alias("rl_sequence_length_tokens", agg=MEAN),
     "act_lr": alias("rl_next_learning_rate", role="policy"),
-    "ent_loss": alias("rl_entropy_loss", agg=MEAN),
+    "ent_loss": alias("rl_entropy", agg=MEAN),
     # critic bar: read from ppo_critic.py, not listed in framework-keys.json
     "cri_loss": alias("rl_value_loss", agg=MEAN),
     "cri_lr": alias("rl_next_learning_rate", role="critic"),
@@ -141,8 +150,12 @@ P = [pattern(rf"^(?:train/)?{body}$", metric, **kw) for body, metric, kw in _PAT
     pattern(r"^(?:train/)?(?!(?:chosen|reject)_reward$)(?P<function>[A-Za-z]\w*_rewards?)$",
             "rl_reward_function",
             agg=MEAN),
-    # per data source eval: pass{n} is pass@n over the n samples per prompt (pass1 = mean accuracy)
-    pattern(rf"^(?:eval/)?eval_{_DS}_pass(?P<k>\d+)$", "rl_validation_pass_at_k_ratio"),
+    # per data source eval (ppo_trainer.py:110-131): pass1 is the mean reward over all samples,
+    # pass{n} the mean over prompts of the best of their n rewards: veRL's val-core reward/mean@n
+    # and reward/best@n, on the reward's scale (pass@n only for 0/1 rewards)
+    pattern(rf"^(?:eval/)?eval_{_DS}_pass1$", "rl_validation_score", var="reward", estimator="mean"),
+    pattern(rf"^(?:eval/)?eval_{_DS}_pass(?P<n>\d+)$", "rl_validation_score", var="reward",
+            estimator="best"),
     pattern(rf"^(?:eval/)?eval_{_DS}_response_length_mean$", "rl_validation_response_length_tokens"),
     pattern(rf"^(?:eval/)?eval_{_DS}_truncated_rate$", "rl_validation_response_truncated_ratio"),
 ]

@@ -52,9 +52,6 @@ K = {
     "train/grad_norm": alias("rl_grad_norm"),
     "train/learning_rate": alias("rl_learning_rate"),
     "train/step_time_seconds": alias("rl_step_duration_seconds"),
-    "train/num_tokens": alias("rl_tokens_total",
-                              note="TRL num_tokens (cumulative); from veRL it is perf/total_num_tokens, "
-                                   "a per-step count"),
     # ---- rollouts
     **{f"train/rl/rollouts_{o}": alias("rl_rollouts", outcome=o)
        for o in ("attempted", "completed", "failed", "truncated", "unscorable")},
@@ -131,6 +128,9 @@ VOCABULARY = Vocabulary(
         (re.compile(r"^train/rl/kl$"),
          "carbonteq folds TRL kl (to the reference) and veRL actor/ppo_kl (old vs current policy) "
          "into this one name, so it has no single meaning"),
+        (re.compile(r"^train/num_tokens$"),
+         "TRL num_tokens (cumulative) or veRL perf/total_num_tokens (one step's) by backend "
+         "(grpo_observations.py:103,149): no single meaning, so no counter"),
     ],
     step_keys=("step",),
     doc="Records normalised by carbonteq-ai/posttrain; its veRL ingest reads verl-metrics.jsonl "

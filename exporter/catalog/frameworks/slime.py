@@ -22,6 +22,16 @@ from ..metrics import SPLIT, STAT
 from ..model import GAUGE, MAX, MEAN, SUM, Metric, Vocabulary, alias, pattern
 
 METRICS = [
+    Metric("rl_value_clip_region_ratio", GAUGE, "1",
+           "Fraction of value predictions outside the value clip region, |V - V_old| > value_clip "
+           "(slime/Miles train/value_clipfrac). An upper bound of rl_value_clip_ratio, which "
+           "counts only the tokens where the clipped branch is the one the loss takes.",
+           (STAT, SPLIT), MEAN, group="critic"),
+    Metric("rl_train_wait_ratio", GAUGE, "1",
+           "Share of the step outside the trainer's train() call, train_wait / (train_wait + "
+           "train) (slime/Miles perf/wait_time_ratio): the rollout itself, weight sync, offload, "
+           "save and eval in a synchronous run, waiting for samples in an async one; "
+           "rl_trainer_idle_ratio is only the waiting.", (STAT, SPLIT), MEAN, group="timing"),
     Metric("rl_step_counter", GAUGE, "{step}",
            "slime/Miles step counters other than the training step: counter=rollout (rollout/step, "
            "the rollout id) and counter=eval (eval/step). Compare with rl_training_step.",
@@ -95,7 +105,11 @@ GB = 2.0 ** 30
 _TRAIN = {
     "loss": alias("rl_loss"),
     "pg_loss": alias("rl_policy_loss"),
-    "entropy_loss": alias("rl_entropy_loss"),
+    # sum_of_sample_mean(entropy) of the policy being updated, always computed at 624b824
+    # (slime/backends/megatron_utils/loss.py:976 with_entropy=True, :1112): the entropy itself,
+    # beside rollout/entropy (the old-policy pass, --use-rollout-entropy)
+    "entropy_loss": alias("rl_entropy", phase="update",
+                          note="the entropy itself (sum_of_sample_mean(entropy)), not x coef"),
     "pg_clipfrac": alias("rl_policy_clip_ratio"),
     "ppo_kl": alias("rl_policy_kl"),
     "kl_loss": alias("rl_reference_kl", note="KL to the reference before --kl-loss-coef"),
@@ -117,12 +131,15 @@ KEYS = {f"train/{k}": a for k, a in _TRAIN.items()}
 # With a critic, slime prefixes keys by role: train/{role}-{key}. The actor's keys mean the same.
 KEYS.update({f"train/actor-{k}": a for k, a in _TRAIN.items()})
 KEYS.update({
-    "train/critic-value_loss": alias("rl_value_loss"),
-    "train/critic-value_clipfrac": alias("rl_value_clip_ratio"),
+    # max(surr1, surr2) with no 0.5 (slime loss.py:1216); veRL, OpenRLHF and AReaL halve the
+    # squared error: x 0.5 puts it on their scale
+    "train/critic-value_loss": alias("rl_value_loss", scale=0.5, note="x 0.5: slime has no 1/2"),
+    # |values - old_values| > value_clip (loss.py:1212): the clip region, not the binding branch
+    "train/critic-value_clipfrac": alias("rl_value_clip_region_ratio"),
     "train/critic-grad_norm": alias("rl_critic_grad_norm"),
     # value keys without the role prefix (single-role runs)
-    "train/value_loss": alias("rl_value_loss"),
-    "train/value_clipfrac": alias("rl_value_clip_ratio"),
+    "train/value_loss": alias("rl_value_loss", scale=0.5, note="x 0.5: slime has no 1/2"),
+    "train/value_clipfrac": alias("rl_value_clip_region_ratio"),
 })
 
 # ------------------------------------------------------------------ rollout/* (rollout side)
@@ -155,7 +172,8 @@ KEYS.update({
     "rollout/kl": alias("rl_reward_kl_penalty", note="log_probs - ref_log_probs, per-rollout mean, "
                         "before --kl-coef"),
 })
-for _f, _model in (("log_probs", "current"), ("ref_log_probs", "reference"),
+# rollout/log_probs is compute_log_prob before the update (slime actor.py:363): pi_old
+for _f, _model in (("log_probs", "old"), ("ref_log_probs", "reference"),
                   ("rollout_log_probs", "rollout"), ("teacher_log_probs", "teacher")):
     KEYS[f"rollout/{_f}"] = alias("rl_token_logprob", policy=_model, note="per-rollout mean")
 KEYS["rollout/opd_reverse_kl"] = alias("rl_distillation_divergence", note="per-rollout mean")
@@ -174,7 +192,9 @@ KEYS.update({
                                        phase="ref_log_probs"),
     "perf/actor_train_tflops": alias("rl_achieved_flops_per_second", scale=1e12, phase="actor_train"),
     "perf/actor_train_tok_per_s": alias("rl_throughput_tokens_per_second", phase="actor_train"),
-    "perf/wait_time_ratio": alias("rl_trainer_idle_ratio", note="train_wait_time / step_time"),
+    # train_wait / (train_wait + train) (observability/train_metric_utils.py:399): in a
+    # synchronous colocated run train_wait is the rollout itself, so no idle share
+    "perf/wait_time_ratio": alias("rl_train_wait_ratio", note="train_wait_time / step_time"),
     "perf/update_weights_wire_bytes": alias("rl_weight_sync_bytes"),
     "perf/update_weights_density": alias("rl_weight_sync_density"),
 })
@@ -241,7 +261,8 @@ PATTERNS = [
     pattern(r"^eval/(?P<data_source>.+)-truncated_ratio$", "rl_validation_response_truncated_ratio"),
     pattern(r"^eval/(?P<data_source>[^/]+)/response_len(?:/(?P<stat>mean|median|max|min))?$",
             "rl_validation_response_length_tokens"),
-    pattern(r"^eval/(?P<data_source>[^/]+)$", "rl_validation_score"),
+    # sum(rewards) / len(rewards) (observability/rollout_metrics.py:232): the reward's own scale
+    pattern(r"^eval/(?P<data_source>[^/]+)$", "rl_validation_score", var="reward"),
 ]
 
 IGNORED: dict[str, str] = {}

@@ -13,6 +13,11 @@ from ..metrics import SPLIT, STAT
 GB = 2.0 ** 30  # torch memory stats are divided by 1024**3 in veRL
 
 METRICS = [
+    Metric("rl_turn_messages", GAUGE, "{message}",
+           "Messages per sample, the prompt included (veRL num_turns = user_turns + "
+           "assistant_turns + 1, experimental/agent_loop/tool_agent_loop.py:203; a single turn is "
+           "2). rl_turns counts assistant turns; run:rl_turns:* read (messages - 1) / 2, exact when "
+           "a sample ends on an assistant turn.", (STAT, SPLIT), MEAN, group="agentic"),
     Metric("rl_log_perplexity", GAUGE, "1",
            "Mean log-perplexity of the responses under engine=trainer|rollout (veRL "
            "rollout_corr/training_log_ppl, rollout_log_ppl).", (STAT, SPLIT, "engine"), MEAN,
@@ -47,7 +52,9 @@ METRICS = [
 K = {
     # data metrics (driver, once per step)
     "critic/score": alias("rl_score"),
-    "critic/rewards": alias("rl_reward"),
+    # token_level_scores - beta * kld under algorithm.use_kl_in_reward (ray_trainer.py:106),
+    # summed per sequence (metric_utils.py:454); equal to critic/score without it
+    "critic/rewards": alias("rl_shaped_reward"),
     "critic/advantages": alias("rl_advantage"),
     "critic/returns": alias("rl_return"),
     "critic/values": alias("rl_value"),
@@ -59,9 +66,12 @@ K = {
     "response/aborted_ratio": alias("rl_response_aborted_ratio"),
     "prompt_length": alias("rl_prompt_length_tokens"),
     "prompt_length/clip_ratio": alias("rl_prompt_truncated_ratio"),
-    "num_turns": alias("rl_turns"),
+    # veRL counts messages: user_turns + assistant_turns + 1 (experimental/agent_loop/
+    # tool_agent_loop.py:203; a single turn is 2, single_turn_agent_loop.py:107), not the
+    # assistant turns AReaL and slime count
+    "num_turns": alias("rl_turn_messages"),
     "tool_call_counts": alias("rl_tool_calls"),
-    "val-aux/num_turns": alias("rl_turns", split="eval"),
+    "val-aux/num_turns": alias("rl_turn_messages", split="eval"),
     # throughput
     "perf/total_num_tokens": alias("rl_step_tokens"),
     "perf/time_per_step": alias("rl_step_duration_seconds"),
@@ -79,17 +89,22 @@ K = {
     "actor/pg_clipfrac_lower": alias("rl_policy_clip_ratio", bound="dual", agg=MEAN),
     "actor/ppo_kl": alias("rl_policy_kl", agg=MEAN),
     "actor/entropy": alias("rl_entropy"),
-    # v0.1..v0.3.0.post1 only (the release key lists): there entropy_loss = mean(entropy) is the
-    # entropy itself (the veRL metrics guide, section 1.5), and no release writes it next to
-    # actor/entropy (v0.4.1+). So it is the entropy, not a loss term.
-    "actor/entropy_loss": alias("rl_entropy", note="the entropy itself (v0.1..v0.3.0.post1)"),
+    # entropy_loss = agg_loss(entropy) is the entropy itself (the veRL metrics guide, section
+    # 1.5), of the policy being updated, per update micro-batch. 0.9.1 writes it in the same step
+    # dict as actor/entropy (the old-policy pass, v1/trainer_base.py:1684) whenever
+    # actor.entropy_coeff != 0 or actor.calculate_entropy (verl/workers/utils/losses.py:124-129),
+    # so it gets its own label: two keys never share one series
+    "actor/entropy_loss": alias("rl_entropy", phase="update",
+                                note="the entropy itself, of the policy being updated"),
     "actor/kl_loss": alias("rl_reference_kl", note="estimator per actor.kl_loss_type"),
-    "actor/kl_coef": alias("rl_kl_coefficient"),
+    "actor/kl_coef": alias("rl_kl_coefficient", target="loss",
+                           note="actor.kl_loss_coef (verl/workers/utils/losses.py:142)"),
     "actor/grad_norm": alias("rl_grad_norm", agg=MEAN, note="mean over mini-batches"),
     "actor/lr": alias("rl_learning_rate"),
     "actor/loss": alias("rl_loss", agg=MEAN),
     "actor/reward_kl_penalty": alias("rl_reward_kl_penalty"),
-    "actor/reward_kl_penalty_coeff": alias("rl_kl_coefficient", note="in-reward KL coefficient"),
+    "actor/reward_kl_penalty_coeff": alias("rl_kl_coefficient", target="reward",
+                                           note="in-reward KL coefficient (ray_trainer.py:115)"),
     # critic update
     "critic/vf_loss": alias("rl_value_loss"),
     "critic/loss": alias("rl_value_loss", note="new engine path total critic loss"),
@@ -133,8 +148,9 @@ K = {
     # the in-reward KL (apply_kl_penalty) before it moved to actor/reward_kl_penalty[_coeff]
     "critic/kl": alias("rl_reward_kl_penalty", note="KL folded into the reward, before beta"),
     "critic/kld": alias("rl_reward_kl_penalty", note="v0.1 Megatron critic"),
-    "critic/kl_coeff": alias("rl_kl_coefficient", note="in-reward KL coefficient"),
-    "critic/kl_coef": alias("rl_kl_coefficient", note="v0.1 Megatron critic: in-reward KL coefficient"),
+    "critic/kl_coeff": alias("rl_kl_coefficient", target="reward", note="in-reward KL coefficient"),
+    "critic/kl_coef": alias("rl_kl_coefficient", target="reward",
+                            note="v0.1 Megatron critic: in-reward KL coefficient"),
     "training/rollout_actor_probs_pearson_corr": alias("rl_train_inference_prob_correlation"),
     # train/inference correction (rollout_corr/*)
     "rollout_corr/kl": alias("rl_train_inference_kl", estimator="k1"),

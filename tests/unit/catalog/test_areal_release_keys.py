@@ -33,5 +33,5 @@ def test_areal_03_scope_names_the_headline_series():
     assert names == {"grpo_actor/task_reward/avg": "rl_score", "grpo_actor/entropy/avg": "rl_entropy",
                      "grpo_actor/grad_norm": "rl_grad_norm",
                      "grpo_actor/actor_loss/avg": "rl_policy_loss",
-                     "grpo_actor/no_eos_ratios/avg": "rl_response_truncated_ratio",
+                     "grpo_actor/no_eos_ratios/avg": "rl_batch_longest_sequence_ratio",
                      "grpo_actor/clip_ratio/avg": "rl_policy_clip_ratio"}

@@ -13,8 +13,9 @@ SAME = {
         ("posttrain_carbonteq", "train/rl/clip_fraction"), ("verl", "actor/pg_clipfrac")],
     ("rl_policy_clip_ratio", (("bound", "low"),)): [
         ("trl", "clip_ratio/low_mean"), ("posttrain_carbonteq", "train/rl/clip_fraction_low")],
-    ("rl_policy_kl", ()): [
-        ("trl", "policy/approxkl_avg"), ("openrlhf", "ppo_kl"), ("verl", "actor/ppo_kl")],
+    ("rl_policy_kl", ()): [("openrlhf", "ppo_kl"), ("verl", "actor/ppo_kl")],
+    # TRL PPO's approxkl is 0.5 x mean(log ratio^2): the k2 estimate, its own label
+    ("rl_policy_kl", (("estimator", "k2"),)): [("trl", "policy/approxkl_avg")],
     ("rl_reference_kl", ()): [
         ("trl", "kl"), ("openrlhf", "kl"), ("generic", "kl_estimate"), ("verl", "actor/kl_loss")],
     ("rl_entropy", ()): [
@@ -42,7 +43,7 @@ SAME = {
         ("posttrain_carbonteq", "train/step_time_seconds"), ("generic", "timing/step"),
         ("verl", "timing_s/step")],
     ("rl_tokens_total", ()): [
-        ("trl", "num_tokens"), ("trl", "num_input_tokens_seen"), ("posttrain_carbonteq", "train/num_tokens")],
+        ("trl", "num_tokens"), ("trl", "num_input_tokens_seen")],
     ("rl_group_zero_std_ratio", ()): [
         ("trl", "frac_reward_zero_std"), ("posttrain_carbonteq", "train/rl/group_zero_variance_fraction")],
     ("rl_preference_reward_margin", ()): [

@@ -15,16 +15,24 @@ def _metric(key: str, fw: str) -> str:
     return CATALOG.resolve(key, fw).metric.name
 
 
-def test_verl_entropy_loss_is_the_entropy_in_every_release_that_writes_it():
-    # the veRL metrics guide, section 1.5: actor/entropy_loss = mean(entropy), the entropy itself
-    data = RELEASES["verl"]
-    tags = [t for t, _ in data["tags"]]
-    writes = lambda key: {i for lo, hi in data["keys"].get(key, []) for i in range(lo, hi + 1)}
-    assert writes("actor/entropy_loss") and not writes("actor/entropy_loss") & writes("actor/entropy")
-    assert max(writes("actor/entropy_loss")) == tags.index("v0.3.0.post1")
-    assert CATALOG.vocabularies["verl"].keys["actor/entropy_loss"].until == "v0.3.0.post1"
-    # so RLEntropyCollapse, which reads rl_entropy, can fire on those releases
-    assert _metric("actor/entropy_loss", "verl") == _metric("actor/entropy", "verl") == "rl_entropy"
+def test_every_entropy_key_is_the_entropy_and_none_shares_a_series_with_another():
+    # veRL 0.9.1 writes actor/entropy (the old-policy pass) and actor/entropy_loss (agg_loss of
+    # the updated policy's entropy, verl/workers/utils/losses.py:124-129) in one step dict: two
+    # series. OpenRLHF's entropy_loss is aggregate_loss(output.entropy) (ppo_actor.py:346-351),
+    # its only entropy key; slime's train/entropy_loss is sum_of_sample_mean(entropy)
+    # (slime loss.py:1112), beside rollout/entropy. None is coefficient x entropy.
+    def series(key, fw):
+        r = CATALOG.resolve(key, fw)
+        return r.metric.name, dict(r.labels)
+    assert series("actor/entropy", "verl") == ("rl_entropy", {})
+    assert series("actor/entropy_loss", "verl") == ("rl_entropy", {"phase": "update"})
+    for key in ("entropy_loss", "train/entropy_loss", "ent_loss"):
+        assert series(key, "openrlhf") == ("rl_entropy", {}), key
+    for fw in ("slime", "miles"):
+        assert series("train/entropy_loss", fw) == ("rl_entropy", {"phase": "update"}), fw
+        assert series("train/actor-entropy_loss", fw) == ("rl_entropy", {"phase": "update"}), fw
+        assert series("rollout/entropy", fw) == ("rl_entropy", {}), fw
+    assert "rl_entropy_loss" not in CATALOG.metrics  # no pinned framework logs coef x entropy
 
 
 def test_raw_task_reward_lands_on_one_series():
@@ -48,4 +56,35 @@ def test_reward_table_lists_every_framework_and_meaning():
     body = [r for r in rows if r.startswith("| ") and not r.startswith("| framework")]
     assert {r.split(" | ")[0][2:] for r in body} == set(CATALOG.vocabularies)
     slime = next(r for r in body if r.startswith("| slime |")).split(" | ")
-    assert "`rollout/raw_reward`" in slime[1] and "`rollout/rewards`" in slime[3]
+    assert "`rollout/raw_reward`" in slime[1] and "`rollout/rewards`" in slime[4]
+
+
+def test_the_kl_a_reward_carries_is_one_series_unscaled_and_another_scaled():
+    # veRL actor/reward_kl_penalty = masked_mean(kld) (ray_trainer.py:100-115) and slime
+    # rollout/kl = compute_approx_kl(...): the KL itself. AReaL kl_rewards = -kl_ctl x KL
+    # (actor.py:202) and TRL non_score_reward = (-beta * kl).sum(1): coefficient and sign kept.
+    def series(key, fw):
+        r = CATALOG.resolve(key, fw)
+        return r.metric.name, dict(r.labels), r.scale
+    assert series("actor/reward_kl_penalty", "verl") == ("rl_reward_kl_penalty", {}, 1.0)
+    assert series("rollout/kl", "slime") == ("rl_reward_kl_penalty", {}, 1.0)
+    assert series("ppo_actor/kl_rewards/avg", "areal") == ("rl_reward_kl_term", {}, 1.0)
+    assert series("objective/non_score_reward", "trl") == ("rl_reward_kl_term", {"stat": "sum"}, 1.0)
+    # the coefficients: the loss's and the reward's apart (veRL logs both in one step)
+    assert series("actor/kl_coef", "verl")[1] == {"target": "loss"}
+    assert series("actor/reward_kl_penalty_coeff", "verl")[1] == {"target": "reward"}
+
+
+def test_policy_kl_is_old_minus_new_everywhere():
+    # AReaL approx_kl = logprobs - proximal_logprobs (functional.py:548): negated, so its max
+    # becomes the series' min
+    r = CATALOG.resolve("ppo_actor/update/approx_kl/max", "areal")
+    assert (r.metric.name, dict(r.labels), r.scale, r.agg) == ("rl_policy_kl", {"stat": "min"}, -1.0, "min")
+    assert CATALOG.resolve("ppo_actor/update/approx_kl/avg", "areal").scale == -1.0
+    assert dict(CATALOG.resolve("policy/approxkl_avg", "trl").labels) == {"estimator": "k2"}
+
+
+def test_shaped_and_unshaped_rewards_are_two_series():
+    assert _metric("critic/rewards", "verl") == _metric("objective/rlhf_reward", "trl") == "rl_shaped_reward"
+    for key, fw in (("reward", "trl"), ("reward", "openrlhf"), ("rollout/reward", "areal")):
+        assert _metric(key, fw) == "rl_reward", (key, fw)

@@ -42,7 +42,7 @@ NAMED = [
     ("areal", "ppo_actor/update/compute_logp/prox_logp_gt/avg", "rl_token_logprob",
      {"policy": "proximal"}, 1.0),
     # OpenRLHF
-    ("openrlhf", "k_coef", "rl_kl_coefficient", {}, 1.0),
+    ("openrlhf", "k_coef", "rl_kl_coefficient", {"target": "reward"}, 1.0),
     ("openrlhf", "gpt_loss", "rl_loss", {"component": "lm"}, 1.0),
     ("openrlhf", "accuracy_reward", "rl_reward_function", {"function": "accuracy_reward"}, 1.0),
     ("openrlhf", "train/format_reward", "rl_reward_function", {"function": "format_reward"}, 1.0),
@@ -95,7 +95,7 @@ def test_deliberate_fallback_says_why(fw, key, why):
 
 @pytest.mark.parametrize("fw", ["verl", "slime", "miles", "generic"])
 @pytest.mark.parametrize("name", ["n_mini", "max_grad_norm", "max_response_length",
-                                  "rollout_gpu_memory_utilization"])
+                                  "rollout_gpu_memory_fraction"])
 def test_config_print_settings_land_on_rl_config_value(fw, name):
     # the alert rules read rl_config_value{parameter="n_mini"}
     lands(f"config/{name}", fw, "rl_config_value", {"parameter": name})

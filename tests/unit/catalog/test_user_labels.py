@@ -22,7 +22,7 @@ from exporter.catalog import CATALOG
     ("verl", "val/test_score/openai/gsm8k", "rl_validation_score", {"data_source": "openai/gsm8k"}),
     ("verl", "val-core/openai/gsm8k/reward/mean@4", "rl_validation_score",
      {"data_source": "openai/gsm8k", "var": "reward", "estimator": "mean", "n": "4", "tier": "core"}),
-    ("openrlhf", "eval_aime_pass8", "rl_validation_pass_at_k_ratio", {"data_source": "aime", "k": "8"}),
+    ("openrlhf", "eval_aime_pass8", "rl_validation_score", {"data_source": "aime", "var": "reward", "estimator": "best", "n": "8"}),
     ("slime", "eval/aime-2024/response_len/mean", "rl_validation_response_length_tokens",
      {"data_source": "aime-2024"}),
 ])

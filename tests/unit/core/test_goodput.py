@@ -10,7 +10,7 @@ import pytest
 
 from exporter import Exporter
 from exporter.catalog import CATALOG
-from exporter.core.goodput import BUCKETS, bucket_of
+from exporter.core.goodput import BUCKETS, CLASS_OF, bucket_of
 
 
 def phase_of(key, framework):
@@ -19,56 +19,86 @@ def phase_of(key, framework):
     return dict(r.labels)["phase"]
 
 
-# (framework, raw key the framework logs, bucket) -- key names from the frameworks' timers
+# (framework, raw key the framework logs, bucket) -- key names from the frameworks' timers at
+# the pinned releases
 TABLE = [
     ("verl", "timing_s/save_checkpoint", "checkpoint"),
     ("verl", "timing_s/testing", "validation"),
     ("verl", "timing_s/update_weights", "weight_sync"),
-    ("verl", "timing_s/reshard", "weight_sync"),
-    ("verl", "timing_s/wait_for_samples", "rollout_wait"),
+    ("verl", "timing_s/sync_rollout_weights", "weight_sync"),   # one-step-off ray_trainer.py:398
+    ("verl", "timing_s/switch_to_trainer", "offload"),          # v1 separate_async hybrid swap
+    ("verl", "fully_async/total_wait_time", "rollout_wait"),
     ("verl", "timing_s/old_log_prob", "logprob_recompute"),
-    ("verl", "timing_s/ref", "logprob_recompute"),
-    ("verl", "timing_s/gen", "step"),
+    ("verl", "timing_s/ref", "reference_logprob"),
     ("verl", "timing_s/update_actor", "step"),
     ("verl", "timing_s/adv", "step"),
     ("verl", "timing_s/reward", "step"),
-    ("verl", "fully_async/total_wait_time", "rollout_wait"),
     ("openrlhf", "timing/broadcast", "weight_sync"),
     ("openrlhf", "timing/generation", "step"),
     ("openrlhf", "timing/make_experience", "step"),
     ("openrlhf", "timing/ppo_train", "step"),
     ("slime", "perf/update_weights_time", "weight_sync"),
-    ("slime", "perf/train_wait_time", "rollout_wait"),
+    ("slime", "perf/sleep_time", "offload"),
+    ("slime", "perf/wake_up_time", "offload"),
     ("slime", "perf/log_probs_time", "logprob_recompute"),
-    ("slime", "perf/ref_log_probs_time", "logprob_recompute"),
+    ("slime", "perf/ref_log_probs_time", "reference_logprob"),
     ("slime", "perf/eval_rollout_time", "validation"),
+    ("slime", "perf/save_model_time", "checkpoint"),
     ("slime", "perf/rollout_time", "step"),
     ("slime", "perf/actor_train_time", "step"),
     ("miles", "perf/ref_model_update_time", "weight_sync"),
-    ("miles", "perf/train_wait_time", "rollout_wait"),
     ("areal", "timeperf/save", "checkpoint"),
     ("areal", "timeperf/checkpoint_for_recover", "checkpoint"),
     ("areal", "timeperf/eval", "validation"),
     ("areal", "timeperf/update_weights", "weight_sync"),
+    ("areal", "timeperf/actor_offload", "offload"),
+    ("areal", "timeperf/rollout_pause", "offload"),
     ("areal", "timeperf/recompute_logp", "logprob_recompute"),
-    ("areal", "timeperf/ref_logp", "logprob_recompute"),
-    ("areal", "timeperf/rollout", "step"),
+    ("areal", "timeperf/ref_logp", "reference_logprob"),
     ("areal", "timeperf/train_step", "step"),
+    ("trl", "profiling/Time taken: GRPOTrainer.sync_weights", "weight_sync"),
     ("trl", "profiling/Time taken: GRPOTrainer._move_model_to_vllm", "weight_sync"),
     ("trl", "profiling/Time taken: GRPOTrainer._generate", "step"),
 ]
+# the trainer's call for its next batch: the rollout in a synchronous run, waiting in an async
+# one, unclassified where the mode is unknown
+MODE_TABLE = [("verl", "timing_s/gen"), ("slime", "perf/train_wait_time"),
+              ("miles", "perf/train_wait_time"), ("areal", "timeperf/rollout")]
 
 
 @pytest.mark.parametrize("framework,key,bucket", TABLE)
 def test_phase_bucket_table(framework, key, bucket):
     assert bucket_of(phase_of(key, framework)) == bucket
+    assert bucket_of(phase_of(key, framework), 1.0) == bucket == bucket_of(phase_of(key, framework), 0.0)
+
+
+@pytest.mark.parametrize("framework,key", MODE_TABLE)
+def test_mode_phases_follow_the_runs_mode(framework, key):
+    phase = phase_of(key, framework)
+    assert bucket_of(phase, 0.0) == "step"
+    assert bucket_of(phase, 1.0) == "rollout_wait"
+    assert bucket_of(phase) == "rollout_unclassified"
+
+
+def test_every_bucket_has_a_class():
+    assert set(CLASS_OF) == set(BUCKETS)
+    assert {CLASS_OF[b] for b in ("rollout_wait", "stalled", "restart")} == {"waste"}
+    assert {CLASS_OF[b] for b in ("logprob_recompute", "reference_logprob", "weight_sync",
+                                  "offload")} == {"overhead"}
 
 
 def test_table_is_documented():
     from pathlib import Path
     doc = (Path(__file__).resolve().parents[3] / "docs" / "goodput.md").read_text()
-    for framework, key, bucket in TABLE:
+    for framework, key, bucket in TABLE + [(f, k, None) for f, k in MODE_TABLE]:
         assert f"`{key}`" in doc, key
+    for b in BUCKETS:
+        assert f"`{b}`" in doc, b
+
+
+def sync(ex, value=0.0):
+    """The run's mode, as the integrations export it (rl_config_value{parameter="async_training"})."""
+    ex.store.set("rl_config_value", value, {"parameter": "async_training"})
 
 
 def counters(ex):
@@ -109,6 +139,7 @@ def feed(ex, t0):
 def test_ledger_buckets_and_conservation():
     t0 = 1_700_000_000.0
     with Exporter(run="gp-a", framework="verl", serve=False, gpu=False) as ex:
+        sync(ex)
         end = feed(ex, t0)
         got = counters(ex)
         snap = ex.goodput.snapshot(now=end)
@@ -118,11 +149,55 @@ def test_ledger_buckets_and_conservation():
     assert got["checkpoint"] == pytest.approx(2.0 + 10.0)     # the 40 s save fills its 10 s
     assert got["validation"] == pytest.approx(3.0)
     assert got["weight_sync"] == pytest.approx(1.0)
-    assert got["logprob_recompute"] == pytest.approx(2.0)
-    assert got["rollout_wait"] == pytest.approx(4.0)           # max 6 - mean 2
+    assert got["logprob_recompute"] == pytest.approx(1.5)
+    assert got["reference_logprob"] == pytest.approx(0.5)
+    assert got["rollout_tail"] == pytest.approx(4.0)           # max 6 - mean 2
+    assert "rollout_wait" not in got and "rollout_unclassified" not in got  # sync: gen is the step
     assert got["stalled"] == pytest.approx(7200.0)
     assert got["restart"] == pytest.approx(600.0 + 10 + 10 + 10)  # steps 4, 5, 6 redone; 7 too
     assert snap["ratio"] == pytest.approx(got["step"] / (end - t0), abs=1e-4)
+    assert snap["comparable"] is True
+    assert snap["classes"]["waste"] == pytest.approx(7200.0 + 630.0, abs=1e-2)
+
+
+def miles_step(ex, step, ts):
+    """The Miles lab ranges' medians: step 152.6 s = train_wait 52.3 + train 100.3; log-probs
+    23.4 s inside train; weight push 0.64 s, sleep 0.76 s and wake-up 0.87 s inside train_wait."""
+    ex.process_now({"perf/step_time": 152.6, "perf/train_wait_time": 52.3, "perf/train_time": 100.3,
+                    "perf/log_probs_time": 23.4, "perf/update_weights_time": 0.64,
+                    "perf/sleep_time": 0.76, "perf/wake_up_time": 0.87}, step, ts)
+
+
+@pytest.mark.parametrize("mode,want", [
+    # synchronous colocated (train.py --colocate): train_wait is the rollout, its nested phases
+    # are booked in their own buckets and nothing is waste
+    (0.0, {"logprob_recompute": 23.4, "weight_sync": 0.64, "offload": 1.63}),
+    # async (train_async.py): the rest of train_wait, without what ran inside it, is waiting
+    (1.0, {"logprob_recompute": 23.4, "weight_sync": 0.64, "offload": 1.63,
+           "rollout_wait": 52.3 - 0.64 - 1.63}),
+    # mode unknown: the same seconds, unclassified, so the ratio is not compared
+    (None, {"logprob_recompute": 23.4, "weight_sync": 0.64, "offload": 1.63,
+            "rollout_unclassified": 52.3 - 0.64 - 1.63}),
+])
+def test_miles_train_wait_by_mode_without_counting_nested_phases_twice(mode, want):
+    with Exporter(run="gp-m", framework="miles", serve=False, gpu=False) as ex:
+        if mode is not None:
+            sync(ex, mode)
+        ex.goodput.start = 0.0
+        miles_step(ex, 0, 152.6)
+        ts = 152.6
+        for step in range(1, 11):
+            ts += 152.6
+            miles_step(ex, step, ts)
+        got = counters(ex)
+        snap = ex.goodput.snapshot(now=ts)
+    for b, s in want.items():
+        assert got[b] == pytest.approx(10 * s), b
+    assert math.fsum(got.values()) == pytest.approx(ts)
+    assert snap["comparable"] is (mode is not None)
+    if mode == 0.0:  # the lab's healthy run: no waste, 83 % productive
+        assert snap["classes"]["waste"] == 0.0
+        assert snap["ratio"] == pytest.approx((152.6 * 11 - 10 * (23.4 + 0.64 + 1.63)) / ts, abs=1e-3)
 
 
 def test_backfill_of_the_spool_gives_the_same_ledger(tmp_path):
@@ -179,6 +254,7 @@ def test_a_step_longer_than_its_interval_keeps_its_phase_shares():
     """A replay or the demo reports 100 s steps 2 s apart: the phases keep their share of
     the interval (20 % checkpoint) instead of filling it."""
     with Exporter(run="gp-e", framework="verl", serve=False, gpu=False) as ex:
+        sync(ex)
         ex.goodput.start = 0.0
         ex.process_now({"timing_s/step": 100.0}, 1, 2.0)
         for step in range(2, 6):

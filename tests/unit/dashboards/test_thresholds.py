@@ -98,7 +98,8 @@ def test_no_panel_paints_a_healthy_value():
 def test_the_check_reads_the_panels_the_review_named():
     _, checked = violations()
     seen = {(uid, title) for uid, title, _ in checked}
-    for panel in [("rl-overview", "Truncation and aborts"), ("rl-overview", "Clip fraction"),
+    for panel in [("rl-overview", "Response truncation"), ("rl-overview", "Prompt truncation"),
+                  ("rl-overview", "Clip fraction"), ("rl-algorithms", "Non-finite log-probs"),
                   ("rl-gpu", "Phase share of step time"), ("rl-diagnosis", "Check first: phase share of the step")]:
         assert panel in seen, panel
 

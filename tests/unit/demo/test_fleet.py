@@ -39,7 +39,7 @@ def test_fully_featured_rank_scraped_is_within_the_budget():
     gpus = {line.split('gpu="')[1].split('"')[0] for line in body.splitlines()
             if line.startswith("hw_gpu_utilization_ratio{")}
     assert gpus == {str(i) for i in range(8)}            # GPU series for 8 GPUs are in the count
-    assert counts["rl_reward"] and counts["rl_moe_load_imbalance_ratio"] and counts["rl_turns"]
+    assert counts["rl_shaped_reward"] and counts["rl_moe_load_imbalance_ratio"] and counts["rl_turns"]
     assert not counts["rl_moe_expert_tokens"]             # per-expert series are opt-in
     assert 300 < total <= BUDGET, (total, counts.most_common(8))
     assert measure()["total"] == total                    # what `catalog --budget` prints
@@ -80,7 +80,7 @@ def test_translate_gives_each_framework_its_own_keys():
             assert r.metric is not None and not r.fallback and not r.ignored, (fw, key)
     verl = {CATALOG.resolve(k, "auto").metric.name for k in translate(frame, "verl")}
     trl = translate(frame, "trl")
-    assert "rl_reward" in verl and "rl_entropy" in verl
+    assert "rl_score" in verl and "rl_shaped_reward" in verl and "rl_entropy" in verl
     # TRL names the same series differently: translated keys are TRL's, not veRL's
     assert set(trl) - set(frame), trl
 

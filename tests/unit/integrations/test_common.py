@@ -128,10 +128,23 @@ def test_trl_config_values_from_real_grpo_config():
     args = trl.GRPOConfig(output_dir="/tmp/rlx-grpo", use_cpu=True, report_to="none", num_iterations=2,
                           gradient_accumulation_steps=2, steps_per_generation=4, max_grad_norm=0.3,
                           max_completion_length=256, per_device_train_batch_size=8, num_generations=8)
-    assert config_values(args) == {"n_mini": 4.0, "max_grad_norm": 0.3, "max_response_length": 256.0}
+    # beta defaults to 0 at 1.16 (grpo_config.py:681): no KL term; generation on the trained model
+    assert config_values(args) == {"n_mini": 4.0, "max_grad_norm": 0.3, "max_response_length": 256.0,
+                                   "pi_old_from_rollout": 0.0, "kl_loss_coef": 0.0,
+                                   "kl_reward_coef": 0.0, "async_training": 0.0, "colocated": 1.0}
     args.use_vllm = True
     args.vllm_gpu_memory_utilization = 0.45
     assert config_values(args)["rollout_gpu_memory_fraction"] == 0.45
+    args.vllm_mode, args.beta = "server", 0.04
+    got = config_values(args)
+    assert got["colocated"] == 0.0 and got["kl_loss_coef"] == 0.04
+    # ms-swift's rloo/reinforce++ put the KL into the reward (kl_in_reward) and may generate
+    # one step ahead (async_generate)
+    args.kl_in_reward, args.async_generate = True, True
+    got = config_values(args)
+    assert (got["kl_loss_coef"], got["kl_reward_coef"], got["async_training"]) == (0.0, 0.04, 1.0)
+    dpo = trl.DPOConfig(output_dir="/tmp/rlx-dpo", use_cpu=True, report_to="none")
+    assert "pi_old_from_rollout" not in config_values(dpo)  # offline: no rollouts
     on_policy = trl.GRPOConfig(output_dir="/tmp/rlx-grpo", use_cpu=True, report_to="none")
     assert config_values(on_policy)["n_mini"] == 1.0
 
@@ -177,3 +190,16 @@ def test_register_once_patches_once_per_class_and_never_raises(monkeypatch, capl
     monkeypatch.setenv("RL_EXPORTER_DISABLE", "1")
     assert _common.register_once("x", None, missing, patch, what="x") is None
     assert patched == [Base, Sub]
+
+
+def test_one_list_of_settings_for_the_integrations_and_the_sidecar():
+    # a setting has one name whether the hook or the sidecar's config reader exports it
+    from exporter.catalog.config_echo import SETTINGS
+    assert set(_common.CONFIG_PARAMETERS) == set(SETTINGS)
+
+
+def test_flags_and_switched_coefficients():
+    assert [_common.flag(v) for v in (True, False, "True", "false", 1, 0, None, "auto")] == \
+        [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, None, None]
+    assert _common.coef_if(False, 0.1) == 0.0 and _common.coef_if(True, 0.1) == 0.1
+    assert _common.coef_if(None, 0.1) is None

@@ -227,3 +227,31 @@ def test_migration_table_in_docs_is_current():
         "docs/integrations.md Miles table is stale: python3 -m exporter.integrations.miles --update-docs docs/integrations.md"
     for key in rlx_miles.MILES_KEYS:
         assert f"`{rlx_miles.prometheus_name(key)}`" in text
+
+
+@pytest.mark.parametrize("coef,observe,kept", [(0.0, False, False), (0.0, True, True),
+                                               (0.001, False, True), (None, False, True),
+                                               (0.0, "absent", True)])
+def test_miles_entropy_placeholder_is_dropped_only_when_not_computed(monkeypatch, coef, observe, kept):
+    # Miles logs train/entropy_loss = new_zeros(()) unless --entropy-coef != 0 or
+    # --observe-training-entropy (loss_hub/losses.py:113,303-308): a 0 that is no entropy. A
+    # release without the flag computes it always (tests/data/real/miles: 0.29 at coef 0.00)
+    monkeypatch.setenv("RL_EXPORTER_PORT", "0")
+    kw = {} if observe == "absent" else {"observe_training_entropy": observe}
+    if coef is not None:
+        kw["entropy_coef"] = coef
+    backend = rlx_miles.RLExporterMilesBackend()
+    backend.init(slime_args(**kw), primary=True)
+    backend.log({"train/entropy_loss": 0.0 if not kept else 0.41, "train/pg_loss": -0.003,
+                 "train/step": 3}, step=3, step_key="train/step")
+    ex = backend.tracker.exporter
+    ex.flush()
+    series = scrape(ex)
+    assert series[("rl_policy_loss", ())] == -0.003
+    assert (("rl_entropy", (("phase", "update"),)) in series) is kept
+    backend.finish()
+
+
+def test_slime_entropy_loss_is_always_the_entropy(monkeypatch):
+    # slime computes it whatever the coefficient (slime loss.py:976 with_entropy=True)
+    assert rlx_slime.placeholder_keys(slime_args(entropy_coef=0.0), "slime") == frozenset()

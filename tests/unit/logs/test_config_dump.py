@@ -21,9 +21,13 @@ def test_verl_hydra_config_pprint():
     got = [f for f in frames(VERL) if any(k.startswith("config/") for k in f.data)]
     assert len(got) == 1 and got[0].step is None
     # data.train_batch_size 2048 / actor.ppo_mini_batch_size 512 * ppo_epochs 1
+    # actor.use_kl_loss False (kl_loss_coef 0.001 unused), algorithm.use_kl_in_reward False,
+    # hybrid_engine True and no v1 trainer: the synchronous colocated trainer
     assert got[0].data == {"config/n_mini": 4.0, "config/max_grad_norm": 1.0,
                            "config/max_response_length": 256,
-                           "config/rollout_gpu_memory_utilization": 0.6}
+                           "config/rollout_gpu_memory_fraction": 0.6,
+                           "config/kl_loss_coef": 0.0, "config/kl_reward_coef": 0.0,
+                           "config/async_training": 0.0, "config/colocated": 1.0}
     # the step records after the dump are still read
     assert [f.step for f in frames(VERL) if f.step is not None] == [1]
 
@@ -48,9 +52,23 @@ def test_miles_argument_table():
     got = frames(MILES)
     assert len(got) == 1 and got[0].step is None
     # num_steps_per_rollout None: rollout_batch_size 8 * n_samples_per_prompt 8 / global_batch_size 32
+    # --colocate (train_async.py refuses it: synchronous), --use-kl-loss with --kl-loss-coef 0.00
     assert got[0].data == {"config/n_mini": 2.0, "config/max_grad_norm": 1.0,
                            "config/max_response_length": 8192.0,
-                           "config/rollout_gpu_memory_utilization": 0.7}
+                           "config/rollout_gpu_memory_fraction": 0.7,
+                           "config/pi_old_from_rollout": 0.0, "config/kl_loss_coef": 0.0,
+                           "config/kl_reward_coef": 0.0, "config/colocated": 1.0,
+                           "config/async_training": 0.0, "config/update_weights_interval": 1.0}
+
+
+def test_argument_rows_whose_name_leaves_no_room_for_dots():
+    p = make_parser("megatron_args")
+    rows = ["------------------------ arguments ------------------------",
+            "  sglang_disaggregation_decode_enable_offload_kvcache  False",
+            "  use_rollout_logprobs ............................ True",
+            "-------------------- end of arguments ---------------------"]
+    out = [f for x in rows for f in p.feed(x)]
+    assert out[0].data["config/pi_old_from_rollout"] == 1.0
 
 
 def test_config_prints_are_auxiliary():
@@ -66,7 +84,44 @@ def test_verl_v01_config_pprint_before_250_noise_lines():
            if "config/n_mini" in f.data]
     assert got[0].data == {"config/n_mini": 4.0, "config/max_grad_norm": 1.0,
                            "config/max_response_length": 512,
-                           "config/rollout_gpu_memory_utilization": 0.4}
+                           "config/rollout_gpu_memory_fraction": 0.4,
+                           "config/async_training": 0.0, "config/colocated": 1.0}
+
+
+RUNS = Path(__file__).resolve().parents[2] / "data" / "runs" / "verl"
+
+
+def run_frames(name):
+    text = (RUNS / name).read_text(encoding="utf-8", errors="replace").split("\n")
+    p = make_parser("verl_config")
+    out = [f for x in text for f in p.feed(clean(x))] + p.flush()
+    return out, dict(p.rejected)
+
+
+def test_a_line_another_process_spliced_into_the_dump_is_cut():
+    # resp256: `'experiment_name': 'gemma2b_function_rm',(pid=934604) ` (another writer's
+    # line glued on): the dump closes 55 lines later and is read whole
+    got, rejected = run_frames("eric-haibin-lin_verl-data_qwen25-05b-ppo-gsm8k-resp256.log")
+    assert rejected == {} and len(got) == 1
+    assert got[0].data["config/max_response_length"] == 256 and got[0].data["config/n_mini"] == 4.0
+
+
+def test_a_line_lost_from_the_dump_is_found_by_its_indentation():
+    # gemma2: `'param_offload': False},` of reward_model.model.fsdp_config is replaced by
+    # `commit:` in the log, and a worker's line is spliced into trainer.experiment_name
+    got, rejected = run_frames("eric-haibin-lin_verl-data_gemma2-2b-ppo-gsm8k.log")
+    assert rejected == {"config_line_lost": 1} and len(got) == 1
+    assert got[0].data["config/max_response_length"] == 512      # data.max_response_length
+    assert got[0].data["config/n_mini"] == 4.0                   # 512 / 128
+    assert got[0].data["config/rollout_gpu_memory_fraction"] == 0.4
+
+
+def test_verl_clip_is_read_from_optim_clip_grad_first():
+    # 0.9.1 clips with actor.optim.clip_grad (fsdp/transformer_impl.py:806); actor.grad_clip
+    # is the deprecated field (workers/config/optimizer.py:54-61)
+    from exporter.logs.config_dump import verl_settings
+    cfg = {"actor_rollout_ref": {"actor": {"grad_clip": 1.0, "optim": {"clip_grad": 0.5}}}}
+    assert verl_settings(cfg)["config/max_grad_norm"] == 0.5
 
 
 def test_verl_total_training_steps_when_set():

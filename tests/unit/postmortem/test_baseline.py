@@ -107,7 +107,7 @@ def test_healthy_runs_that_disagree_get_no_band_and_the_file_says_why(qwen):
     doc = bl.learn(qwen)
     why = doc["unbanded"]["rl_response_length_tokens"]  # max response 256 vs 512
     assert "do not overlap in 10 of 10 windows" in why
-    assert {"rl_score", "rl_reward", "rl_policy_kl", "rl_policy_loss"} <= set(doc["bands"])
+    assert {"rl_score", "rl_shaped_reward", "rl_policy_kl", "rl_policy_loss"} <= set(doc["bands"])
 
 
 @pytest.mark.parametrize("learn_from", [0, 1])
@@ -115,7 +115,7 @@ def test_held_out_verl_run_stays_inside_on_score_reward_kl_and_loss(qwen, learn_
     doc = bl.learn([qwen[learn_from]])
     found = dv.deviations(doc, qwen[1 - learn_from])
     left = {f["metric"] for f in found if not f["labels"]}
-    assert not left & {"rl_score", "rl_reward", "rl_policy_kl", "rl_policy_loss"}, dv.timeline(found)
+    assert not left & {"rl_score", "rl_shaped_reward", "rl_policy_kl", "rl_policy_loss"}, dv.timeline(found)
     # the other max response length shows at once
     assert first_step(found, "rl_response_length_tokens") == 0
 
