@@ -39,6 +39,8 @@ RUN_THROUGHPUT = "the framework logs whole-run tokens/s or a token counter (ARea
 FLOPS = "the framework logs achieved FLOP/s (AReaL, slime perf/*_tflops)"
 NEXT_LR = "the framework logs the LR left for the next update (OpenRLHF, slime/Miles, posttrain PPO)"
 REWARD_STD = "the framework logs the reward standard deviation (TRL reward_std, veRL std stats)"
+REWARD = ("the framework logs its reward before KL shaping (TRL, OpenRLHF, AReaL, posttrain; veRL logs "
+          "the raw score and the shaped reward instead)")
 SKIP_REASON = "an update was skipped (posttrain optim/skip_reason); healthy runs never fill it"
 ERRORS = "the exporter hit an internal error (healthy: never)"
 QUEUE_DROPS = "frames were dropped (healthy: never)"

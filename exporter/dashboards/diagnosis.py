@@ -4,7 +4,7 @@ guide, the symptom, what to check first, what to check next."""
 from __future__ import annotations
 
 from . import names as n
-from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_UPDATE, GPU, NEXT_LR, RANKS, RATE, REWARD_STD, ZERO_STD, STALL_RED,
+from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_UPDATE, GPU, NEXT_LR, RANKS, RATE, REWARD, REWARD_STD, ZERO_STD, STALL_RED,
                      STALL_YELLOW, mean, q, sel, stall_ratio, text, ts)
 from .model import Dashboard, Row
 
@@ -29,9 +29,11 @@ ROWS = [
         guide("reward/score drops sharply.", "did entropy fall within a few steps (policy collapse)?",
               "did the clip fraction jump?", "lower the LR, raise the entropy bonus or KL penalty.",
               "the RL metrics dictionary, section 12"),
-        ts("Symptom: reward and score", "Mean training reward (before KL shaping) and raw score.",
+        ts("Symptom: reward and score", "Mean raw score and training reward (before KL shaping, or "
+           "after it where that is what the trainer logs).",
            "rising or flat; a drop of more than half within a few steps is the collapse.",
-           q(mean("rl_reward"), "{{run}} reward"), q(mean("rl_score"), "{{run}} score"),
+           q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward", gate=REWARD),
+           q(mean("rl_shaped_reward"), "{{run}} reward after KL shaping"),
            unit="none", decimals=3, width=W),
         ts("Check first: entropy", "Mean token entropy.",
            "decays slowly (the RL metrics dictionary, section 2.3); a fall within a few steps before the reward "
@@ -69,7 +71,8 @@ ROWS = [
         ts("Symptom: validation vs reward", "Core validation score beside the training reward.",
            "both rise together.",
            q(sel("rl_validation_score", 'tier="core"'), "{{run}} val {{data_source}}"),
-           q(mean("rl_reward"), "{{run}} reward"), unit="none", decimals=3, width=W),
+           q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward", gate=REWARD),
+           unit="none", decimals=3, width=W),
         ts("Check first: response length", "Mean generated response length.",
            "stable or slowly changing; falling length while reward rises is reward hacking "
            "(the RL metrics dictionary, section 4).",

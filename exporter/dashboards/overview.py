@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import names as n
 from .common import (ABORTED, ALERTS, CRITIC, ENTROPY_UPDATE, EVAL_LOSS, FLOPS, GPU, NEXT_LR, RATE,
-                     REFERENCE_KL, RUN_THROUGHPUT, SKIP_REASON, STALL_RED, STALL_YELLOW, TIMER, TOTAL_LOSS,
+                     REFERENCE_KL, REWARD, RUN_THROUGHPUT, SKIP_REASON, STALL_RED, STALL_YELLOW, TIMER, TOTAL_LOSS,
                      ZERO_STD, bars, hist_heatmap, mean, q, qi, sel, stall_ratio, stat, steps_per_minute, table,
                      timeline, ts)
 from .model import Dashboard, Row
@@ -88,14 +88,16 @@ ROWS = [
            "TRL PPO objective/rlhf_reward) per step (the veRL metrics guide section 11.3 panel 1).",
            "rises with the step (critic/score/mean up, the veRL metrics guide, section 11.1); a sharp drop is the "
            "reward-collapse symptom: check entropy and clip fraction next (the RL metrics dictionary, section 12).",
-           q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward"),
+           q(mean("rl_score"), "{{run}} score"), q(mean("rl_reward"), "{{run}} reward", gate=REWARD),
            q(mean("rl_shaped_reward"), "{{run}} reward after KL shaping"),
            unit="none", decimals=3, band=("rl_score", "rl_reward", "rl_shaped_reward")),
         ts("Reward range (min/max)",
-           "Best and worst sequence reward in the batch.",
+           "Best and worst sequence score (and reward, where the trainer logs one before KL shaping) in "
+           "the batch.",
            "max reaches the top score early (the veRL metrics guide, section 11.4: score/max 1.0 means some "
            "samples succeed); max stuck at the floor means no sample ever succeeds.",
-           q(sel("rl_reward", 'stat=~"min|max", split=""'), "{{run}} {{stat}}"),
+           q(sel("rl_score", 'stat=~"min|max", split=""'), "{{run}} score {{stat}}"),
+           q(sel("rl_reward", 'stat=~"min|max", split=""'), "{{run}} reward {{stat}}", gate=REWARD),
            unit="none", decimals=3),
         ts("Advantages and returns",
            "Mean advantage (GAE or group-normalised) with its min/max, and mean return.",
