@@ -113,13 +113,19 @@ ALERTS: list[Alert] = [
     ),
     Alert(
         name="RLEntropyAtZero", severity="warning", for_=Dur(60),
-        expr=ladder('max by (run) (max_over_time(rl_entropy{{stat="", split=""}}[{W}]))',
+        # the framework's own entropy; the update pass's (veRL actor/entropy_loss, slime/Miles
+        # train/entropy_loss) only where a run logs no other and it is not 0 on every step: Miles
+        # writes 0 there when it does not compute it
+        expr=ladder('max by (run) (max_over_time(rl_entropy{{stat="", split="", phase=""}}[{W}]))\n'
+                    '  or max by (run) (max_over_time(rl_entropy{{stat="", split="", phase="update"}}[{W}])) > 0',
                     "{entropy_zero_steps}") + " < {entropy_zero_max}",
         summary="The policy's entropy is at 0: it answers the same tokens every time.",
         description="Run {{ $labels.run }}: the highest entropy of the last {entropy_zero_steps}+ "
                     "steps is {{ printf \"%.3g\" $value }}, under {entropy_zero_max}: a "
                     "deterministic policy.",
-        meaning="the token entropy (`rl_entropy`, never an entropy term of the loss) stayed under "
+        meaning="the token entropy (`rl_entropy`, never an entropy term of the loss; the update "
+                "pass's where a run logs no other, unless it is 0 on every step: slime/Miles write "
+                "0 there when they do not compute it) stayed under "
                 "{entropy_zero_max} on every step of {last_entropy_zero_steps}. No baseline is "
                 "needed: the veRL metrics guide calls < 0.05 a near-deterministic policy, and the "
                 "lowest healthy entropy seen is 0.020 (a 7B PPO run).",
@@ -138,6 +144,14 @@ ALERTS: list[Alert] = [
                      "deterministic policy.",
                 # the lowest healthy entropy seen: 0.020-0.040 (a 7B PPO run), one step at 0.02
                 silent=[s("rl_entropy", alt(0.02, 0.04, 15))], silent_at="25m"),
+            # slime/Miles' update-pass entropy is 0 when the run does not compute it
+            # (observe_training_entropy off): no entropy, not a deterministic policy
+            Case(
+                title="the update pass's entropy where a run logs no other",
+                fire=[s("rl_entropy", "0.5x10 0.002x20", phase="update")], at="25m",
+                desc="Run r: the highest entropy of the last 3+ steps is 0.002, under 0.01: a "
+                     "deterministic policy.",
+                silent=[s("rl_entropy", "0x30", phase="update")], silent_at="25m"),
         ],
         cadence=from_entry("entropy-zero", {"30s": 17, "2m": 7, "10m": 13}),
     ),
