@@ -11,21 +11,23 @@ SCENARIOS = {p.name: p for p in PATHOLOGIES if p.demo}
 GIB = 2.0 ** 30
 
 
+def run_settings(scenario: str) -> dict[str, float]:
+    """The run's settings, as a sidecar reads them from the start-up config print (config/{name},
+    exporter/catalog/config_echo.py): veRL's synchronous trainer on the hybrid engine, the
+    settings its integration reports (docs/integrations.md, "Settings that change a rule's
+    meaning"); n_mini is posttrain's mini-batches per step."""
+    return {"n_mini": 1.0 if scenario == "on-policy-clip" else 4.0, "max_grad_norm": 5.0,
+            "async_training": 0.0, "colocated": 1.0, "pi_old_from_rollout": 0.0,
+            "kl_loss_coef": 0.001, "kl_reward_coef": 0.0}
+
+
 def side_series(scenario: str, step: int, onset: int) -> list[tuple[str, float, dict]]:
     """Series a real deployment gets from outside the trainer's dict: the NVML sampler (GPU
     memory, clock-event reasons; exporter/gpu.py names) and the run configuration (posttrain's
     n_mini, mini-batches per step). (metric, value, labels) triples written straight into the
     exporter's store."""
     on = step >= onset
-    out = [("rl_config_value", 1.0 if scenario == "on-policy-clip" else 4.0, {"parameter": "n_mini"}),
-           ("rl_config_value", 5.0, {"parameter": "max_grad_norm"}),
-           # veRL's synchronous trainer on the hybrid engine, the settings its integration
-           # reports (docs/integrations.md, "Settings that change a rule's meaning")
-           ("rl_config_value", 0.0, {"parameter": "async_training"}),
-           ("rl_config_value", 1.0, {"parameter": "colocated"}),
-           ("rl_config_value", 0.0, {"parameter": "pi_old_from_rollout"}),
-           ("rl_config_value", 0.001, {"parameter": "kl_loss_coef"}),
-           ("rl_config_value", 0.0, {"parameter": "kl_reward_coef"})]
+    out = [("rl_config_value", v, {"parameter": p}) for p, v in run_settings(scenario).items()]
     for gpu in ("0", "1"):
         ident = {"gpu": gpu, "uuid": f"GPU-demo-{gpu}", "gpu_model": "NVIDIA H100 80GB HBM3"}
         used = 54.0 if not (on and scenario == "gpu-memory-full") else 78.6
