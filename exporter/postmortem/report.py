@@ -50,12 +50,6 @@ def fmt_value(v) -> str:
 
 
 
-def _short(path: str) -> str:
-    import os
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
-
-
 def _labels(d: dict) -> str:
     extra = {k: v for k, v in d.items() if k not in _SKIP_LABELS}
     return ",".join(f"{k}={v}" for k, v in sorted(extra.items()))

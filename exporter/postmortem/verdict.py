@@ -130,13 +130,20 @@ def judge(res, ev) -> Verdict:
     return Verdict("healthy" if word == "healthy" else "healthy_so_far", line, counts)
 
 
+def display_path(path: str) -> str:
+    """A file as the reader named it: relative to the working directory where it is below it."""
+    import os
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def checks_line(res, ev) -> str:
     """The checks, counted in one line."""
-    from .report import _short
     had = len(ev.checks) - len(ev.no_data)
     short = len(ev.too_short)
-    line = (f"{len(ev.checks)} checks ({', '.join(map(_short, ev.rule_files))}), evaluated every "
-            f"{ev.eval_interval:g}s by Prometheus: {had} had data in this log")
+    files = ", ".join(map(display_path, ev.rule_files))
+    line = (f"{len(ev.checks)} checks ({files}), evaluated every {ev.eval_interval:g}s by "
+            f"Prometheus: {had} had data in this log")
     if short:
         line += f" ({short} of them need more steps than it has)"
     line += f", {len(ev.no_data)} had none"
