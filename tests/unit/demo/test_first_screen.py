@@ -60,6 +60,19 @@ def test_first_screen_names_the_next_steps_and_no_gpu():
     assert "GPU" not in p.stderr and "pip install" not in p.stderr, p.stderr
 
 
+def test_the_readme_shows_the_first_screen_the_demo_prints():
+    """The README's quick start quotes the demo's first screen: it must be what a newcomer
+    sees (the scenario count and the next steps go stale otherwise)."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("pip install . && rl-exporter demo")
+    block = readme[start:].split("```", 3)[2].strip("\n").splitlines()
+    p = demo("--steps", "1", "--exit-after", "--port", "0")  # the default pace: a step every 2 s
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    port = out[0].rsplit(":", 1)[1].split("/", 1)[0]
+    assert out[:len(block)] == [line.replace(":9464", f":{port}") for line in block]
+
+
 def test_a_failing_scenario_says_when_and_what_fires():
     p = demo("--scenario", "kl-spike", "--steps", "6", "--onset", "4", "--interval", "0",
              "--exit-after", "--port", "0")
