@@ -20,6 +20,13 @@ One frame per line:
      "exception": "torch.OutOfMemoryError", "message": "CUDA out of memory. Tried to ..."}
 
   `event` is finished, crashed, paused or resumed; `decode_event(line)` reads one back;
+- the run's settings (rl_config_value{parameter}: n_mini, max_grad_norm, ..., as an
+  integration read them from the trainer's config) are a record of their own too, so a
+  post-mortem of the spool reads the run as its live rules did:
+
+    {"spool": 1, "ts": 1724312340.0, "run": "grpo-7b", "settings": {"n_mini": 8, "max_grad_norm": 1.0}}
+
+  a reader hands them on with the next frame, under SETTINGS_KEY;
 - `rl-exporter serve --spool-out PATH` adds `src` (the file the frame came from), `off`
   (byte offset in it after the frame's record, when that is a resume point), `gen` (the
   file's generation: bumped at every truncation or new file at the path) and `ino` (its
@@ -83,6 +90,34 @@ def encode_event(rec: dict, **extra) -> str:
         if rec.get(k):
             out[k] = str(rec[k])
     return json.dumps(out, separators=(",", ":"), allow_nan=False, default=str)
+
+
+# The key under which a reader hands a settings record to the pipeline with the next frame
+# (core/worker.py sets rl_config_value from it); no trainer logs a key of this name.
+SETTINGS_KEY = "rl_exporter/settings"
+
+
+def encode_settings(values: dict, **extra) -> str:
+    """A run-settings record: {parameter: number}, as rl_config_value{parameter} has them."""
+    out = {"spool": VERSION}
+    out.update(extra)
+    out["settings"] = {str(k): encode_value(float(v)) for k, v in values.items()}
+    return json.dumps(out, separators=(",", ":"), allow_nan=False)
+
+
+def settings_record(obj) -> dict | None:
+    """A decoded JSON object's settings ({parameter: float}), or None if it is not a settings
+    record; values that are not numbers are left out."""
+    if not isinstance(obj, dict) or obj.get("spool") != VERSION or "data" in obj or \
+            "event" in obj or not isinstance(obj.get("settings"), dict):
+        return None
+    out = {}
+    for k, v in obj["settings"].items():
+        if v.__class__ is str:
+            v = _DECODE.get(v, v)
+        if isinstance(k, str) and isinstance(v, (int, float)) and v.__class__ is not bool:
+            out[k] = float(v)
+    return out
 
 
 def event_record(obj) -> dict | None:
@@ -256,6 +291,16 @@ class SpoolWriter:
             line = encode_event(rec, ts=round(float(rec["ts"]), 3), run=self.run,
                                 framework=self.framework)
         except (ValueError, TypeError, KeyError) as e:
+            self._failed(e)
+            return
+        self._append(line)
+
+    def settings(self, values: dict, ts: float) -> None:
+        """The run's settings as rl_config_value has them ({parameter: number})."""
+        try:
+            line = encode_settings(values, ts=round(float(ts), 3), run=self.run,
+                                   framework=self.framework)
+        except (ValueError, TypeError) as e:
             self._failed(e)
             return
         self._append(line)

@@ -78,6 +78,7 @@ def run(args) -> int:
             status = 1
             continue
         cache: dict = {}
+        ours = _ours()
         formats: dict = {}
         seen: dict = {}   # (key, framework) -> [frames, first value]: --summary
         for line_no, fr, fr_fmt, fr_fw, _starts in reads:
@@ -86,6 +87,8 @@ def run(args) -> int:
             framework = args.framework or fr_fw  # a spool's: its records' (SpoolParser)
             series = {}
             for k in fr.data:
+                if k in ours:
+                    continue
                 r = cache.get((k, framework))
                 if r is None:
                     r = cache[(k, framework)] = CATALOG.resolve(k, framework)
@@ -104,7 +107,7 @@ def run(args) -> int:
                 where = f"{path}:{line_no}" if line_no else path
                 print(f"{where} step={fr.step} format={fr_fmt} framework={framework}")
                 for k, v in fr.data.items():
-                    print(f"  {k} = {v!r} -> {_describe(series[k])}")
+                    print(f"  {k} = {v!r} -> {ours[k](v) if k in ours else _describe(series[k])}")
         summary = {"file": path, "format": fmt, "frames": len(reads), "formats": formats,
                    "rejected": dict(rejected), "skipped_lines": skipped}
         if args.summary:
@@ -140,6 +143,18 @@ def _print_unmapped(path: str, seen: dict, cache: dict, summary: dict, as_json: 
     if rejected:
         print("  lines no parser took: " + ", ".join(f"{n} {k}" for k, n in sorted(rejected.items())))
 
+
+
+def _ours() -> dict:
+    """The keys a spool's own records become (no trainer logs them), and what the worker
+    makes of each."""
+    from ..core.lifecycle import EVENT
+    from ..spool import SETTINGS_KEY
+    return {
+        EVENT: lambda v: f"rl_run_state  [a lifecycle event: the run {v}]",
+        SETTINGS_KEY: lambda v: ", ".join(f'rl_config_value{{parameter="{p}"}}' for p in v)
+        + "  [the run's settings record]",
+    }
 
 
 def _series(r) -> dict:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..catalog import COUNTER, STATE
 from ..catalog.model import WMEAN
+from ..spool import SETTINGS_KEY
 from .lifecycle import EVENT, event_of
 from .segments import Segmenter, kind
 from .coerce import Coercer
@@ -215,6 +216,19 @@ class Worker:
                         continue  # drain what arrived before close()
                 return
 
+    def _settings(self, values, ts: float, restored: bool) -> None:
+        """rl_config_value{parameter} as the live run set it; spooled again where this
+        pipeline spools (a spool read by serve --spool-out)."""
+        if not isinstance(values, dict):
+            return
+        done = {}
+        for p, v in values.items():
+            if isinstance(p, str) and v.__class__ is float and self.store.set(
+                    "rl_config_value", v, {"parameter": p}):
+                done[p] = v
+        if done and self.spool is not None and not restored:
+            self.spool.settings(done, ts)
+
     def process(self, frame: dict, step, ts: float, restored: bool = False,
                 starts: int = 0, mono: float | None = None) -> None:
         """One frame (an Item's fields). `starts`: start-up banners its reader read just
@@ -232,6 +246,9 @@ class Worker:
                 if not restored:
                     self.counts.processed += 1
                 return
+        if SETTINGS_KEY in frame:  # the run's settings, read back from a spool (spool.py)
+            frame = dict(frame)
+            self._settings(frame.pop(SETTINGS_KEY), ts, restored)
         if self.weights:
             zero = [keys for wk, keys in self.weights.items() if _is_zero(frame.get(wk))]
             if zero:

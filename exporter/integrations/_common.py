@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 
 log = logging.getLogger("rl_exporter")
 
@@ -235,6 +236,13 @@ def set_config(exporter, values: dict) -> dict:
                 done[p] = f
         except Exception as e:  # a settings problem never reaches the trainer
             log.error("rl-exporter: rl_config_value{parameter=%r} not set: %r", p, e)
+    # in the spool too, so a post-mortem of it reads the run as its live rules did
+    try:
+        spool = exporter.pipeline.spool
+        if done and spool is not None:
+            spool.settings(done, time.time())
+    except Exception as e:  # counted by the writer where it failed to write; never raised
+        log.error("rl-exporter: the run's settings not spooled: %r", e)
     return done
 
 

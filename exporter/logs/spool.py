@@ -2,15 +2,17 @@
 spool:PATH`, doctor and backfill): the format and its writer are in exporter/spool.py; this is
 the parser. A lifecycle event record (finished, crashed, paused, resumed) becomes an event
 frame (exporter/core/lifecycle.py `event_frame`), which the worker turns into the state the
-live path set."""
+live path set. A settings record goes with the next frame, under SETTINGS_KEY, which the worker
+turns into the rl_config_value series the live run had."""
 from __future__ import annotations
 
 import json
 import re
 
 from ..core.lifecycle import event_frame
-from ..spool import VERSION, decode_data, encode, encode_value, event_record  # noqa: F401
-from .base import Frame, Parser, Rule, step_of
+from ..spool import (SETTINGS_KEY, VERSION, decode_data, encode, encode_value,  # noqa: F401
+                     event_record, settings_record)
+from .base import Frame, Parser, Rule, parse_json, step_of
 
 FORMAT = "spool"
 _DETECT = re.compile(r'^\s*\{.*"spool":\s*1\b')
@@ -30,11 +32,25 @@ class SpoolParser(Parser):
     rules = (Rule(300, '"spool"', detect,
                   '{"spool":1,"ts":1724312345.1,"run":"grpo","step":12,"data":{"loss":0.5}}'),)
 
+    _settings: dict | None = None  # a settings record waiting for the next frame
+
     def feed(self, line: str) -> list[Frame]:
-        if '"event"' in line and '"data"' not in line:
-            ev = self._event(line)
-            if ev is not None:
-                return ev
+        if '"data"' not in line:
+            if '"event"' in line:
+                ev = self._event(line)
+                if ev is not None:
+                    return ev
+            elif '"settings"' in line:
+                try:
+                    values = settings_record(parse_json(line.strip()))
+                except ValueError:
+                    self.rejected["bad_json"] += 1
+                    return []
+                if not values:  # not a settings record, or none of its values a number
+                    self.rejected["schema"] += 1
+                    return []
+                self._settings = {**(self._settings or {}), **values}
+                return []
         obj = self.json_record(line)
         if obj is None:
             return []
@@ -48,6 +64,8 @@ class SpoolParser(Parser):
         fw = obj.get("framework")
         if isinstance(fw, str) and fw and self.framework == "auto":
             self.framework = fw
+        if self._settings is not None:
+            data[SETTINGS_KEY], self._settings = self._settings, None
         return [Frame(step_of(obj.get("step")), data)]
 
     def _event(self, line: str) -> list[Frame] | None:

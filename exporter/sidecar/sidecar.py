@@ -219,8 +219,15 @@ class Sidecar:
     def write_spool(self, source, frame, extra: dict) -> None:
         """Append one frame to --spool-out; a line that cannot be written (full disk) is
         counted (rl_exporter_source_errors_total{kind="spool_write"}), never raised: the
-        frame is exported regardless."""
-        self._spool_line(source, lambda: spool.encode(frame.step, frame.data, **extra))
+        frame is exported regardless. Settings read from a spool source go first, as a
+        settings record of their own (a data value is a number or a string)."""
+        data = frame.data
+        if spool.SETTINGS_KEY in data:
+            data = dict(data)
+            settings = data.pop(spool.SETTINGS_KEY)
+            head = {k: extra[k] for k in ("ts", "run", "framework") if k in extra}
+            self._spool_line(source, lambda: spool.encode_settings(settings, **head))
+        self._spool_line(source, lambda: spool.encode(frame.step, data, **extra))
 
     def write_spool_event(self, source, run: str, framework: str, rec: dict) -> None:
         """Append a lifecycle event record (exporter/spool.py) to --spool-out, counted as a

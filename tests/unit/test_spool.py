@@ -64,3 +64,21 @@ def test_the_hook_loads_no_log_parser(tmp_path):
     first, end = (tmp_path / "s.jsonl").read_text().splitlines()
     assert spool.decode(first)["step"] == 1
     assert spool.decode(end) is None and spool.decode_event(end)["event"] == "finished"
+
+
+def test_a_settings_record_round_trips_and_rides_on_the_next_frame():
+    from exporter.logs.spool import SpoolParser
+    line = spool.encode_settings({"n_mini": 8, "max_grad_norm": math.inf}, ts=1.0, run="r")
+    import json
+    assert spool.settings_record(json.loads(line)) == {"n_mini": 8.0, "max_grad_norm": math.inf}
+    assert spool.decode_event(line) is None      # not a lifecycle event
+    p = SpoolParser()
+    assert p.feed(line) == []                    # nothing to process until a frame comes
+    # a record that says settings but holds none that are numbers is refused and counted
+    assert p.feed('{"spool":1,"settings":{"n_mini":"eight"}}') == [] and p.rejected["schema"] == 1
+    assert p.feed('{"spool":1,"settings":[1]}') == [] and p.rejected["schema"] == 2
+    assert p.feed('{"spool":1,"settings":{"n_mini":1') == [] and p.rejected["bad_json"] == 1
+    first, = p.feed(spool.encode(1, {"loss": 0.5}, run="r"))
+    assert first.data == {"loss": 0.5, spool.SETTINGS_KEY: {"n_mini": 8.0, "max_grad_norm": math.inf}}
+    second, = p.feed(spool.encode(2, {"loss": 0.4}, run="r"))
+    assert spool.SETTINGS_KEY not in second.data  # once

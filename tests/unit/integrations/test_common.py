@@ -203,3 +203,28 @@ def test_flags_and_switched_coefficients():
         [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, None, None]
     assert _common.coef_if(False, 0.1) == 0.0 and _common.coef_if(True, 0.1) == 0.1
     assert _common.coef_if(None, 0.1) is None
+
+
+def test_the_settings_reach_the_spool_and_a_post_mortem_of_it(tmp_path):
+    """An integration's settings (read from the trainer's config, never logged as keys) are
+    in its spool, so doctor's replay of the spool has the rl_config_value series the live
+    rules read (n_mini gates the on-policy clip rule, max_grad_norm the clip rules)."""
+    from exporter.logs.read import Reader
+    from exporter.postmortem.replay import Replay
+    path = tmp_path / "run.jsonl"
+    ex = make_exporter("trl", port=None, spool=str(path))
+    try:
+        assert set_config(ex, {"n_mini": 8, "max_grad_norm": 1.0}) == {"n_mini": 8.0, "max_grad_norm": 1.0}
+        for step in (1, 2, 3):
+            ex.log({"loss": 0.5, "grad_norm": 0.3}, step=step)
+    finally:
+        ex.close()
+    replay = Replay("r", "trl")
+    reader = Reader("spool", where=False)
+    for line in path.read_text().splitlines():
+        for r in reader.feed(line):
+            replay.apply(r.frame.data, r.frame.step, 1.0)
+    lines = replay.render()
+    assert 'rl_config_value{parameter="n_mini",run="r"} 8.0' in lines, lines
+    assert 'rl_config_value{parameter="max_grad_norm",run="r"} 1.0' in lines
+    assert not [x for x in lines if "rl_unmapped_value" in x]

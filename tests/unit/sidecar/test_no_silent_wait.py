@@ -116,3 +116,21 @@ def test_live_serve_says_what_it_waits_for_and_when_lines_are_no_known_format(tm
         assert sc.sources[0].frames == 5 and sc.nothing_read() == []
     finally:
         sc.close()
+
+
+def test_a_spool_source_keeps_its_settings_in_the_spool_out(tmp_path):
+    """serve re-spooling a spool (--source spool: --spool-out) writes its settings record as a
+    record, never as a frame's value (a data value that is not a number or string would cost
+    the frame on the next read), and serves the settings meanwhile."""
+    from exporter import spool as sp
+    src = tmp_path / "in.jsonl"
+    src.write_text(sp.encode_settings({"n_mini": 8}, ts=1.0, run="r", framework="trl") + "\n"
+                   + "".join(sp.encode(i, {"loss": 0.5}, ts=1.0 + i, run="r", framework="trl") + "\n"
+                             for i in (1, 2, 3)))
+    out = tmp_path / "out.jsonl"
+    p, _ = serve("--source", f"spool:{src}", "--exit-when-idle", "--spool-out", str(out))
+    assert p.returncode == 0, p.stderr
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert recs[0]["settings"] == {"n_mini": 8.0} and "data" not in recs[0]
+    assert [r["step"] for r in recs[1:]] == [1, 2, 3]
+    assert all(sp.SETTINGS_KEY not in r["data"] for r in recs[1:])
