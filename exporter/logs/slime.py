@@ -5,8 +5,11 @@
     [2026-08-21 17:15:02] rollout.py:120 - perf 3: {'perf/rollout_time': 41.2, ...}
 
 kind is one of step, rollout, perf, eval, multi_turn, passrate; n is the train step
-(step) or the rollout id (others); the frame's step is n. Whatever precedes the kind (a Ray
-actor prefix, another logger's format) is ignored.
+(step) or the rollout id (others). A `step` record's frame step is n; another record's is the
+last train step read, once there is one: a rollout id counts rollouts, and with more than one
+train step per rollout (rollout_batch_size x n_samples_per_prompt > global_batch_size) rollout
+3 comes after train step 5, which read as a restart. Whatever precedes the kind (a Ray actor
+prefix, another logger's format) is ignored.
 """
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ class SlimeParser(Parser):
     def __init__(self):
         super().__init__()
         self._open: list[str] | None = None
+        self._train: int | None = None  # the last `step N` record's N
 
     @property
     def pending(self) -> bool:
@@ -85,6 +89,7 @@ class SlimeParser(Parser):
 
     def reset(self) -> None:
         self._open = None
+        self._train = None
 
     def _record(self, line: str) -> list[Frame]:
         self._open = None
@@ -98,7 +103,12 @@ class SlimeParser(Parser):
             return []
         if bad:
             self.rejected["malformed_value"] += bad
-        return [Frame(int(m.group(2)), data)]
+        n = int(m.group(2))
+        if m.group(1) == "step":
+            self._train = n
+        elif self._train is not None:
+            n = self._train  # a rollout id: the records between train steps belong to the last
+        return [Frame(n, data)]
 
 
 class MilesParser(SlimeParser):

@@ -192,6 +192,18 @@ SLIME_CASES = [
      "[2026-08-21 17:15:02] data.py:88 - rollout 3: {'rollout/rewards': nan}\n"
      "[2026-08-21 17:15:03] train.py:10 - starting step 4",
      [(3, {"perf/rollout_time": 41.2}), (3, {"rollout/rewards": NAN})]),
+    # two train steps per rollout (rollout_batch_size 8 x n_samples 8 / global_batch_size 32, a
+    # Miles run's shape): a rollout's records come between train steps and carry the last one,
+    # so the step never goes back (rollout 2 after train step 3 read as a restart)
+    ("slime rollouts between two train steps each",
+     "(RolloutManager pid=1) [2026-04-04 06:30:27] rollout.py:1132 - perf 0: {'perf/rollout_time': 150.0}\n"
+     "(MegatronTrainRayActor pid=2) [2026-04-04 06:33:06] log_utils.py:443 - step 0: {'train/loss': 0.1}\n"
+     "(MegatronTrainRayActor pid=2) [2026-04-04 06:33:41] log_utils.py:443 - step 1: {'train/loss': 0.2}\n"
+     "(MegatronTrainRayActor pid=2) [2026-04-04 06:33:42] train_metric_utils.py:44 - perf 0: {'perf/step_time': 195.0}\n"
+     "(RolloutManager pid=1) [2026-04-04 06:35:28] rollout.py:1132 - perf 1: {'perf/rollout_time': 106.0}\n"
+     "(MegatronTrainRayActor pid=2) [2026-04-04 06:37:31] log_utils.py:443 - step 2: {'train/loss': 0.3}",
+     [(0, {"perf/rollout_time": 150.0}), (0, {"train/loss": 0.1}), (1, {"train/loss": 0.2}),
+      (1, {"perf/step_time": 195.0}), (1, {"perf/rollout_time": 106.0}), (2, {"train/loss": 0.3})]),
 ]
 
 

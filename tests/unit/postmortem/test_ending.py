@@ -40,12 +40,13 @@ CORPUS = [
      700, "crashed at step 699 of 700: RuntimeError: [enforce fail at inline_container.cc:626]"),
     ("verl/uqcxu9_qwen2.5_300step_NEW_CONSIS_RESULT_econ-grpo-v5-700step.log", FINISHED, 700, 700,
      "finished at step 700 of 700 (verl's closing line: "),
-    # Miles: the total from the argument table at the top, the last rollout's `perf 9:` record
-    # 288 lines before the end (Ray's shutdown after it)
-    ("slime/radixark_miles_cp2_ep8_qwen35_gdn.log", FINISHED, 9, 20,
-     "finished at step 9 of 20 (slime's closing line: "),
-    ("slime/radixark_miles_cp2_ep4_qwen35_gdn.log", CRASHED, 5, 20,
-     "crashed at step 5 of 20: torch.OutOfMemoryError: CUDA out of memory."),
+    # Miles: the total from the argument table at the top (10 rollouts of 2 train steps), the
+    # last rollout's `perf 9:` record 288 lines before the end (Ray's shutdown after it); the
+    # steps are train steps (0-19), a rollout's records stamped with the last one
+    ("slime/radixark_miles_cp2_ep8_qwen35_gdn.log", FINISHED, 19, 20,
+     "finished at step 19 of 20 (slime's closing line: "),
+    ("slime/radixark_miles_cp2_ep4_qwen35_gdn.log", CRASHED, 9, 20,
+     "crashed at step 9 of 20: torch.OutOfMemoryError: CUDA out of memory."),
     # a checkpoint's trainer_state.json: the loop had not stopped
     ("trl/SeanGormann_llm_recovery_dpo_gemma2b_checkpoint-200/trainer_state.json", CUT_SHORT, 200,
      333, "cut short: the log ends at step 200 of 333"),
