@@ -430,19 +430,43 @@ def ending(lines, total: int | None = None, fmt: str = "auto") -> Ending | None:
     return e.ending
 
 
-def tail(path: str, n: int = TAIL_LINES) -> list[str]:
-    """The last n lines of a file (a log's end), read from its end."""
+TAIL_BYTES = 8 << 20  # at most this much of a log's last lines is kept
+
+
+def tail(path: str, n: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> list[str]:
+    """The last n lines of a file (a log's end), read backwards from its end in blocks. A line
+    longer than the line cap (logs/read.MAX_LINE_BYTES) is skipped without being held, so the
+    lines before it are still found, and at most max_bytes of lines are kept: a crash that cut
+    a 200 MB line short costs what any log's end costs (it was read whole, and copied at every
+    block: 1.26 GB and 19 s)."""
     import os
+    from .read import MAX_LINE_BYTES
+    found: list[bytes] = []       # complete lines, the last first
+    part: list[bytes] | None = []  # the line being read backwards (its end first); None: too long
+    size = kept = 0
     with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        block, data = 1 << 16, b""
-        while size > 0 and data.count(b"\n") <= n:
-            step = min(block, size)
-            size -= step
-            fh.seek(size)
-            data = fh.read(step) + data
-    lines = data.decode("utf-8", "replace").split("\n")  # a \r is a redraw, not a line
-    if lines and not lines[-1]:
-        lines.pop()
-    return lines[-n:]
+        pos = fh.seek(0, os.SEEK_END)
+        while pos > 0 and len(found) <= n and kept <= max_bytes:
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            pieces = fh.read(step).split(b"\n")
+            for i in range(len(pieces) - 1, -1, -1):
+                if part is not None:
+                    part.append(pieces[i])
+                    size += len(pieces[i])
+                    if size > MAX_LINE_BYTES:
+                        part = None
+                if i == 0:
+                    break  # the line goes on in the block before
+                if part is not None:  # a newline before this piece: the line is whole
+                    found.append(b"".join(reversed(part)))
+                    kept += size
+                part, size = [], 0
+                if len(found) > n or kept > max_bytes:
+                    break
+        if pos == 0 and part is not None and len(found) <= n:
+            found.append(b"".join(reversed(part)))  # the file's first line
+    if found and not found[0]:
+        found.pop(0)  # the file ends with a newline  (a \r is a redraw, not a line)
+    return [line.decode("utf-8", "replace") for line in reversed(found[:n])]

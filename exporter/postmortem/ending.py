@@ -120,13 +120,16 @@ def head_and_tail(path: str) -> list[str]:
     """The lines of a log that say how it ends: its first HEAD_LINES (the totals a start-up
     prints) and its last TAIL_LINES (the end-of-training line or the crash), in order. Only
     these are read: doctor's cost stays that of the parse."""
+    import itertools
     import os
     from ..logs.ending import tail
+    from ..logs.read import read_lines
     with open(path, "rb") as fh:
-        head = [fh.readline() for _ in range(HEAD_LINES)]
+        # under the one line cap: a line past it is skipped, never held (None)
+        head = [line for line in itertools.islice(read_lines(fh), HEAD_LINES) if line is not None]
         pos, size = fh.tell(), os.fstat(fh.fileno()).st_size
         rest = fh.read() if size - pos <= REST_BYTES else None
-    lines = [b.decode("utf-8", "replace").rstrip("\n") for b in head if b]
+    lines = [line.rstrip("\n") for line in head]
     if rest is not None:
         return lines + rest.decode("utf-8", "replace").split("\n")
     return lines + tail(path, TAIL_LINES)

@@ -137,6 +137,34 @@ def test_an_over_long_line_is_one_counted_rejection_never_held_whole(tmp_path):
     assert peak < 4 * MAX_LINE_BYTES, f"peak {peak / 2**20:.1f} MiB"
 
 
+def test_how_the_log_ends_is_read_under_the_line_cap_too(tmp_path):
+    """The review's attack on doctor as a whole: 200 MB without a newline at the end took
+    1.26 GB and 19 s after the parse was fixed, in reading how the log ends (its last lines were
+    read backwards until enough newlines, the over-long line whole and copied at every block;
+    its head by readline() without a limit). Both ends now read in bounded memory, and the
+    lines that matter are still there."""
+    import tracemalloc
+    from exporter.logs.read import MAX_LINE_BYTES
+    from exporter.postmortem.ending import head_and_tail
+    p = tmp_path / "nonl.log"
+    frame = "step:{} - actor/entropy:0.5 - actor/pg_loss:0.1\n"
+    with open(p, "w") as f:
+        f.write("X" * (8 * MAX_LINE_BYTES) + "\n")     # an over-long first line
+        f.write("Total training steps: 60\n")
+        f.write("".join(frame.format(n) for n in range(1, 61)))
+        f.write("Y" * (24 * MAX_LINE_BYTES))           # over the cap, never ended
+    tracemalloc.start()
+    try:
+        lines = head_and_tail(str(p))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "Total training steps: 60" in lines
+    assert frame.format(60).rstrip("\n") in lines[-3:]  # the last line before the cut one
+    assert all(len(line) <= MAX_LINE_BYTES for line in lines)
+    assert peak < 12 * MAX_LINE_BYTES, f"peak {peak / 2**20:.1f} MiB"
+
+
 def test_a_line_a_parser_fails_on_costs_that_line_only(monkeypatch):
     """Whatever a parser raises on one line is that line's rejection (`malformed`), said
     once: the lines after it are read, and nothing propagates."""
