@@ -216,18 +216,13 @@ class Worker:
                         continue  # drain what arrived before close()
                 return
 
-    def _settings(self, values, ts: float, restored: bool) -> None:
-        """rl_config_value{parameter} as the live run set it; spooled again where this
-        pipeline spools (a spool read by serve --spool-out)."""
-        if not isinstance(values, dict):
-            return
-        done = {}
-        for p, v in values.items():
-            if isinstance(p, str) and v.__class__ is float and self.store.set(
-                    "rl_config_value", v, {"parameter": p}):
-                done[p] = v
-        if done and self.spool is not None and not restored:
-            self.spool.settings(done, ts)
+    def _settings(self, values) -> None:
+        """rl_config_value{parameter} as the live run set it (a spool's settings record;
+        the live run's own went to the store and the spool from set_config)."""
+        if isinstance(values, dict):
+            for p, v in values.items():
+                if isinstance(p, str) and v.__class__ is float:
+                    self.store.set("rl_config_value", v, {"parameter": p})
 
     def process(self, frame: dict, step, ts: float, restored: bool = False,
                 starts: int = 0, mono: float | None = None) -> None:
@@ -248,7 +243,7 @@ class Worker:
                 return
         if SETTINGS_KEY in frame:  # the run's settings, read back from a spool (spool.py)
             frame = dict(frame)
-            self._settings(frame.pop(SETTINGS_KEY), ts, restored)
+            self._settings(frame.pop(SETTINGS_KEY))
         if self.weights:
             zero = [keys for wk, keys in self.weights.items() if _is_zero(frame.get(wk))]
             if zero:
