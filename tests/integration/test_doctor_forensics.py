@@ -98,7 +98,10 @@ def hang_spool(tmp) -> tuple:
     p = subprocess.Popen([sys.executable, "-m", "exporter.cli", "demo", "--scenario", "hang",
                           "--interval", "0.05", "--onset", "5", "--port", "0", "--spool", str(path)],
                          cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                         # a Ctrl-C must reach it: a test run started in the background by a
+                         # shell has SIGINT ignored, and a child keeps an ignored signal ignored
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 40
         while time.time() < deadline:
