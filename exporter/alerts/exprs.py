@@ -6,6 +6,8 @@ filled at render time, so PromQL braces are doubled.
 """
 from __future__ import annotations
 
+import re
+
 from .config import TIERS
 
 R = "{{ $labels.run }}"
@@ -18,6 +20,23 @@ def step_changes(i: int) -> str:
     return f"run:rl_training_step:changes_w{i}"
 
 
+# An estimate (a mean, a median, a spread) over a rung's baseline or trend window, the long
+# ones, is read from samples at the rung's resolution ({sq3}: a subquery step, config
+# long_window_resolution). The recent window keeps every sample (a subquery's last point
+# lags the present by up to its step), and so do extremes, counts and counters: a rung's
+# branch also answers for a faster run whose shorter rungs are silent (the ladder's `or`),
+# where one sample may be the step that decides.
+_SAMPLED = re.compile(r"\b((?:avg|stddev|stdvar|quantile)_over_time)"
+                      r"\(([^()\[\]]*)\[\{(r?(?:bw|tw)(\d))\}\]")
+
+
+def sampled(expr: str) -> str:
+    """`expr` (its windows named per rung: {w3}, {bw4}, ...) with each window a rung reads at a
+    coarser resolution than its raw samples written as a subquery at that resolution."""
+    return _SAMPLED.sub(lambda m: f"{m.group(1)}({m.group(2)}[{{{m.group(3)}}}{{sq{m.group(4)}}}]",
+                        expr)
+
+
 def ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -> str:
     """`value` (with {W}, {BW}, {TW}: the window, its baseline window and the trend window;
     {TWS}: all three in seconds; {RW}, {RBW}, {RTW}, {RWBS}, {RTWS}: the reward's, longer by
@@ -28,6 +47,7 @@ def ladder(value: str, min_steps: str = "{recent_min_steps}", by: str = "run") -
         v = value
         for name in ("RWBS", "RTWS", "RW", "RBW", "RTW", "TWS", "W", "BW", "TW"):
             v = v.replace("{" + name + "}", f"{{{name.lower()}{i}}}")
+        v = sampled(v)
         parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})")
     return "(\n" + "\nor\n".join(parts) + "\n)"
 
@@ -220,7 +240,7 @@ def halves(value: str, min_steps: str = "{recent_min_steps}") -> str:
     parts = []
     for i in TIERS:
         both = f"{{wbs{i}}} * {2 * BASELINE_FACTOR} / {1 + BASELINE_FACTOR}"
-        v = value.replace("{HS}", f"({both})").replace("{H}", f"{{bw{i}}}")
+        v = sampled(value.replace("{HS}", f"({both})").replace("{H}", f"{{bw{i}}}"))
         # the earlier window is a whole one: as many steps as a baseline (not the run's start)
         parts.append(f"  ({v})\n  and on (run) ({step_changes(i)} >= {min_steps})\n"
                      f"  and on (run) (max by (run) (changes({STEP}[{{bw{i}}}] offset {{bw{i}}})) "

@@ -69,8 +69,13 @@ def placeholder_values(cfg: dict, time_scale: float) -> dict:
             out[k] = duration(v.seconds * time_scale) if "window" in k else _num(v.seconds * time_scale)
         else:
             out[k] = v if isinstance(v, str) else _num(v)
+    cap = cfg["long_window_resolution"].seconds
     for i in TIERS:
         rung = cfg[f"step_window_{i}"].seconds * time_scale
+        # the rung's subquery resolution (":4m"), where it is coarser than a 1 min scrape:
+        # a tenth of the rung below, the slowest step that rung would have been chosen for
+        res = min(cfg[f"step_window_{i - 1}"].seconds / 10, cap) if i > TIERS[0] else 0
+        out[f"sq{i}"] = f":{duration(res * time_scale)}" if res >= 60 else ""
         # the rung's windows, and the reward's ("r": config.REWARD_WINDOW_FACTOR times longer)
         for p, w in (("", rung), ("r", rung * REWARD_WINDOW_FACTOR)):
             out[f"{p}w{i}"] = duration(w)

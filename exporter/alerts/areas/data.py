@@ -134,19 +134,21 @@ ALERTS: list[Alert] = [
     Alert(
         name="RLValidationRegressing", severity="warning", for_=Dur(60),
         # a 0..1 share (var acc|accuracy): an absolute drop; any other scale (var reward,
-        # unlabelled): a drop relative to the best level and to the score's own spread
+        # unlabelled): a drop relative to the best level and to the score's own spread. Over
+        # days of samples the best is the best of each long_window_resolution piece (every
+        # sample counts) and the spread is sampled at that resolution: 720 points, not 11,520
         expr='max by (run, data_source) (\n'
-             '  (\n    max_over_time(rl_validation_score{{stat="", tier!="aux", var=~"{validation_share_vars}"}}[{validation_window}])\n'
+             '  (\n    max_over_time(max_over_time(rl_validation_score{{stat="", tier!="aux", var=~"{validation_share_vars}"}}[{long_window_resolution}])[{validation_window}:{long_window_resolution}])\n'
              '    - rl_validation_score{{stat="", tier!="aux", var=~"{validation_share_vars}"}}\n'
              '  ) > {validation_drop}\n'
              '  or\n'
-             '  (\n    max_over_time(rl_validation_score{{stat="", tier!="aux", var!~"{validation_share_vars}"}}[{validation_window}])\n'
+             '  (\n    max_over_time(max_over_time(rl_validation_score{{stat="", tier!="aux", var!~"{validation_share_vars}"}}[{long_window_resolution}])[{validation_window}:{long_window_resolution}])\n'
              '    - rl_validation_score{{stat="", tier!="aux", var!~"{validation_share_vars}"}}\n'
              '  )\n'
-             '  > {validation_drop_ratio} * abs(max_over_time(rl_validation_score{{stat="", tier!="aux", '
-             'var!~"{validation_share_vars}"}}[{validation_window}]))\n'
+             '  > {validation_drop_ratio} * abs(max_over_time(max_over_time(rl_validation_score{{stat="", tier!="aux", '
+             'var!~"{validation_share_vars}"}}[{long_window_resolution}])[{validation_window}:{long_window_resolution}]))\n'
              '  > {validation_noise_sigmas} * stddev_over_time(rl_validation_score{{stat="", tier!="aux", '
-             'var!~"{validation_share_vars}"}}[{validation_window}])\n'
+             'var!~"{validation_share_vars}"}}[{validation_window}:{long_window_resolution}])\n'
              ')\n'
              'and on (run, data_source)\nmax by (run, data_source) (changes(rl_validation_score{{stat="", '
              'tier!="aux"}}[{validation_window}])) >= {validation_min_changes}\n'
@@ -189,7 +191,8 @@ ALERTS: list[Alert] = [
                 "`{validation_share_vars}`), and otherwise (a reward on its own scale, veRL's "
                 "fallback where a dataset has no acc, slime/Miles eval/<dataset>) by more than "
                 "{validation_drop_ratio} x the best level's magnitude and {validation_noise_sigmas} "
-                "standard deviations of the score over the window.",
+                "standard deviations of the score over the window (sampled every "
+                "{long_window_resolution}; the best counts every sample).",
         impact="the policy is overfitting the training reward.",
         diagnosis_source="the RL metrics dictionary",
         diagnosis="first `rl_response_length_tokens` (is length moving?); next "
