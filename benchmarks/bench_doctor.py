@@ -9,7 +9,7 @@ parsing (parser -> exporter -> rendered samples), the log's blocks (promtool), r
 rules, alert range queries and the alert history; printed as ratios against the alternative
 measured in the same run: doctor against backfill on the same log, and the log's samples as
 18 h block files against promtool's default 2 h (one promtool run each), on the first
---compare-steps steps.
+--compare-steps steps. The rules whose range queries took longest are named last.
 """
 from __future__ import annotations
 
@@ -228,6 +228,12 @@ def main() -> int:
     print(f"doctor end to end: {d_wall:.1f} s wall, {d_cpu:.1f} s CPU on {cores} core(s) "
           f"(target < 15 s wall: {'PASS' if d_wall < 15 else 'FAIL'}; CPU / cores = "
           f"{d_cpu / cores:.1f} s, the wall time on idle cores)")
+    slow = sorted(ev.query_seconds.items(), key=lambda kv: -kv[1])
+    total = sum(ev.query_seconds.values())
+    print(f"\nrange query time, doctor: {total:.1f} s over {len(slow)} rules; the slowest 5 "
+          "(where a cheaper rule pays back first; a live Prometheus pays the same each minute):")
+    for name, sec in slow[:5]:
+        print(f"  {sec:7.2f} s  {sec / max(total, 1e-9):5.1%}  {name}")
     print(f"\npeak RSS: this process {rss:.0f} MiB, largest child (promtool/prometheus) {kids:.0f} MiB")
     print(f"\nblock creation, first {args.compare_steps:,} steps: {n18} 18 h block files "
           f"{c18:.2f} s CPU vs {n2} 2 h block files {c2:.2f} s CPU ({c2 / max(c18, 1e-9):.1f}x)")

@@ -76,6 +76,8 @@ class Evaluation:
     recorded: dict = field(default_factory=dict)      # recording rule -> series it wrote
     alert_series: int = 0                             # ALERTS/ALERTS_FOR_STATE series written
     blocks: list = field(default_factory=list)        # block directories the rules wrote
+    # rule -> seconds its range queries took, summed over their pieces (where the time goes)
+    query_seconds: dict = field(default_factory=dict)
     ending: object = None   # how the run ended (postmortem/ending.py RunEnd), set by doctor
 
 
@@ -107,9 +109,11 @@ def _pieces(start: float, end: float, step: float, nworkers: int) -> list[tuple[
             for i in range(0, points, per)]
 
 
-def query_many(prom, jobs: list[tuple], nworkers: int | None = None, bar=None) -> dict:
+def query_many(prom, jobs: list[tuple], nworkers: int | None = None, bar=None,
+               seconds: dict | None = None) -> dict:
     """jobs: (key, expr, start, end, step). {key: {label tuple: [(t, v), ...]}}, each series'
-    points in time order, the pieces answered `nworkers` at a time."""
+    points in time order, the pieces answered `nworkers` at a time. `seconds`: each key's
+    query time (its pieces' wall time, summed) is added there."""
     nworkers = nworkers or workers()
     tasks = []
     for key, expr, start, end, step in jobs:
@@ -119,10 +123,11 @@ def query_many(prom, jobs: list[tuple], nworkers: int | None = None, bar=None) -
 
     def one(task):
         key, i, expr, a, b, step = task
+        t = time.perf_counter()
         data = prom.api("/api/v1/query_range", {"query": expr, "start": f"{a:.3f}",
                                                 "end": f"{b:.3f}", "step": f"{step:g}"})
-        return key, i, [(tuple(sorted(r["metric"].items())), r["values"])
-                        for r in data.get("result", [])]
+        return key, i, time.perf_counter() - t, [(tuple(sorted(r["metric"].items())), r["values"])
+                                                 for r in data.get("result", [])]
 
     pool = ThreadPoolExecutor(max_workers=nworkers, thread_name_prefix="promql")
     try:
@@ -131,8 +136,10 @@ def query_many(prom, jobs: list[tuple], nworkers: int | None = None, bar=None) -
         while left:
             done, left = wait(left, timeout=0.2, return_when=FIRST_EXCEPTION)
             for f in done:
-                key, i, rows = f.result()  # raises the first failure here
+                key, i, took, rows = f.result()  # raises the first failure here
                 got.setdefault(key, {})[i] = rows
+                if seconds is not None:
+                    seconds[key] = seconds.get(key, 0.0) + took
                 if bar is not None:
                     bar.advance()
     finally:
@@ -307,7 +314,7 @@ def _record(prom, writer, rules, available: set, ev, start, end, interval, bar,
             continue
         jobs = [(r.record, r.expr, _grid_start(start, r.interval or interval), end,
                  r.interval or interval) for r in todo]
-        got = query_many(prom, jobs, bar=bar)
+        got = query_many(prom, jobs, bar=bar, seconds=ev.query_seconds)
         writer.open("recording")
         for r in todo:
             series = got[r.record]
@@ -368,7 +375,7 @@ def evaluate(prom: tools.Prometheus, ruleset, backfilled, runbook: dict, workdir
         step = a.interval or eval_interval
         jobs.append((a.name, a.expr, _grid_start(start, step), end, step))
     with phases("alerts (range queries)", None, "queries") as bar:
-        got = query_many(prom, jobs, bar=bar)
+        got = query_many(prom, jobs, bar=bar, seconds=ev.query_seconds)
     if keep:
         writer.open("alerts")
     for a in ruleset.alerts:

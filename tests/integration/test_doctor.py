@@ -323,3 +323,19 @@ def test_a_short_excerpt_says_which_rules_it_is_too_short_for():
     long = doctor_json(str(RECORDINGS_DIR / "healthy.spool"), "--clock", "fixed", "--step-seconds", "60")
     assert {(r["alert"], r["severity"], r["confirmed"]) for r in long} == \
         {("RLPointReferenceKLHigh", "info", False)}
+
+
+@needs_engine
+def test_doctor_says_which_rules_its_query_time_went_to(tmp_path):
+    """Each rule whose range queries ran has its query time, summed over its pieces: what
+    benchmarks/bench_doctor.py names as the slowest rules."""
+    from exporter.postmortem.doctor import doctor
+    out = doctor([str(spool(tmp_path, "grad-explosion"))], progress=False)
+    ev = out.evaluation
+    took = ev.query_seconds
+    names = {a.name for a in out.ruleset.alerts} | {r.record for r in out.ruleset.recording}
+    assert took and set(took) <= names, sorted(set(took) - names)
+    assert set(ev.recorded) <= set(took)       # every recording that wrote series was queried
+    assert "RLGradNormExplosion" in took      # the alert that fired was queried
+    assert not set(took) & set(ev.no_data)     # no query for a rule with no data in the log
+    assert all(s > 0 for s in took.values())
