@@ -33,11 +33,12 @@ SHARED: dict[str, object] = {
     # baseline window, and the run past warm-up (the veRL metrics guide: entropy and clip
     # fraction move fast in the first tens of steps).
     "recent_min_steps": 5,
-    # Long windows are read at this resolution, as subqueries (`[5h20m:4m]`): a rung from the
-    # third on is chosen only for steps slower than 4 min, so sampling its windows every 2-4
-    # min still sees every step's value, and a range query then reads 80-800 points where a
-    # 15 s scrape holds 1,280-12,800 (doctor and a fleet's rule evaluation cost in proportion).
-    # Under Prometheus's 5 min lookback, so even a sample a frame wrote once is seen.
+    # Long windows are read at this resolution, as subqueries (`[21h20m:4m]`): the means,
+    # medians and spreads of the third and fourth rungs' baselines (exprs.sampled; the third
+    # rung at 2 min) and RLValidationRegressing's 2 days. Those rungs answer for steps slower
+    # than 4 min, whose every value a 2-4 min sample still sees; a query reads 160-720 points
+    # where a 15 s scrape holds 1,280-11,520 samples (doctor and a live Prometheus pay in
+    # proportion). Under Prometheus's 5 min lookback, so a sample written once is still seen.
     "long_window_resolution": Dur(240),
     "baseline_min_steps": 20,
     "warmup_steps": 20,
