@@ -61,8 +61,12 @@ def test_status_of_a_bare_served_run_and_of_the_hook_read_the_same_fields():
             run.pipeline.process_now({"actor/entropy": 0.5}, 3, time.time())
         a, b = build(bare), build(ex)
     assert a["last_hang"] is None and b["last_hang"] is None
-    drop = {"time", "seconds_since_last_step", "last_step_timestamp", "rank", "goodput"}
+    # each run's own clock readings: state_since is when that run's state began (the two runs
+    # began a millisecond or so apart, so equal values were a race: 1 of 2 full runs differed)
+    drop = {"time", "seconds_since_last_step", "last_step_timestamp", "rank", "goodput",
+            "state_since"}
     assert {k: v for k, v in a.items() if k not in drop} == \
         {k: v for k, v in b.items() if k not in drop}
+    assert abs(a["state_since"] - b["state_since"]) < 5, (a["state_since"], b["state_since"])
     assert a["step"] == 3 and a["state"] == "running" and a["goodput"] is not None
     bare.close(timeout=1.0)
