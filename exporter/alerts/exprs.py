@@ -90,10 +90,11 @@ def recent(fn: str, metric: str, sel: str = PRIMARY, by: str = "run") -> str:
 def nonfinite_persists(metrics) -> str:
     """Where a metric was NaN/Inf on every sample of a window holding nonfinite_persist_steps
     steps. min_over_time and max_over_time skip NaN unless every sample is NaN, so both are
-    non-finite exactly when no finite sample is left (x != x is NaN; abs(x) == +Inf is infinite)."""
+    non-finite exactly when no finite sample is left. x * 0 is 0 for a finite x and NaN for a
+    NaN or an infinity, so one read of each window tells both (PromQL shares no subexpression:
+    x != x and abs(x) == +Inf read it three times)."""
     def nonfinite(fn, x):
-        v = f"{fn}({x}[{{W}}])"
-        return f"(({v} != bool {v}) + (abs({v}) == bool +Inf))"
+        return f"({fn}({x}[{{W}}]) * 0 != bool 0)"
     parts = []
     for m in metrics:
         x = f'{m}{{{{split=""}}}}'
