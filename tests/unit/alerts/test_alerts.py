@@ -1,5 +1,6 @@
 """The alert rules source: generated files current, names from the catalog, runbook anchors,
 overrides and time scaling (no external tools needed)."""
+import re
 import subprocess
 import sys
 
@@ -255,7 +256,6 @@ def test_one_duration_grammar_for_the_renderer_overrides_and_doctor():
 
 
 def _subqueries(doc):
-    import re
     pat = re.compile(r"(\w+)\((?:[^()\[\]]|\([^()]*\))*\[(\w+):(\w+)\]")
     return [(m.group(1), m.group(2), m.group(3)) for g in doc["groups"] for r in g["rules"]
             for m in pat.finditer(r["expr"])]
@@ -266,19 +266,19 @@ def test_long_windows_are_sampled_under_the_lookback_and_only_for_estimates(scal
     """A subquery's step stays under Prometheus's 5 min lookback (a sample written once is
     still seen), scales with the windows, and samples only means, medians and spreads (and the
     best of each piece): an extreme, a count or a counter keeps every sample."""
-    subs = _subqueries(render(time_scale=scale))
+    doc = render(time_scale=scale)
+    subs = _subqueries(doc)
     assert len(subs) >= 40  # the third and fourth rungs' baselines and trends, and validation
     for fn, window, step in subs:
         assert fn in ("avg_over_time", "quantile_over_time", "stddev_over_time", "stdvar_over_time",
                       "max_over_time"), (fn, window, step)
         assert parse_duration(step) <= 240 * scale + 1e-9, (fn, window, step)
         assert parse_duration(window) / parse_duration(step) >= 20, (fn, window, step)
-    doc = render(time_scale=scale)
     for g in doc["groups"]:
         for r in g["rules"]:
             if "max_over_time(max_over_time(" in r["expr"]:
                 continue
             for fn in ("max_over_time", "min_over_time", "changes", "increase", "rate", "resets",
                        "last_over_time", "count_over_time"):
-                for m in __import__("re").finditer(fn + r"\([^()\[\]]*\[(\w+)(:\w*)?\]", r["expr"]):
+                for m in re.finditer(fn + r"\([^()\[\]]*\[(\w+)(:\w*)?\]", r["expr"]):
                     assert not m.group(2), (r.get("alert") or r.get("record"), m.group(0))
