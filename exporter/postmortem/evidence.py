@@ -20,6 +20,7 @@ Every answer is computed from samples; a series the log lacks is said to be miss
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import statistics
@@ -109,8 +110,12 @@ def _order(step):
 
 
 def _upto(pts: list, step) -> list:
-    s = _order(step)
-    return [(a, v) for a, v in pts if _order(a) <= s]
+    """The points up to `step`: a prefix, as every series here is in step order (Data.steps)."""
+    return pts[:_count_upto(pts, step)]
+
+
+def _count_upto(pts: list, step) -> int:
+    return bisect.bisect_right(pts, _order(step), key=lambda p: _order(p[0]))
 
 
 def _between(pts: list, lo, hi) -> list:
@@ -252,7 +257,7 @@ def departure(pts: list, upto, near: int | None = NEAR) -> tuple | None:
     median of the LOOKBACK steps before it (or non-finite after finite ones), held for 3 steps
     in a row in the same direction, within `near` steps before `upto` (None: anywhere). A slow
     trend moves its own recent level along with it, so it is no change; a jump is."""
-    last = max((i for i, (s, _) in enumerate(pts) if _order(s) <= _order(upto)), default=-1)
+    last = _count_upto(pts, upto) - 1
     if last < LOOKBACK:
         return None
     lo = last - near if near is not None else 0
@@ -262,6 +267,9 @@ def departure(pts: list, upto, near: int | None = NEAR) -> tuple | None:
         if len(before) < LOOKBACK // 2:
             continue
         level = statistics.median(before)
+        v = pts[i][1]
+        if _finite(v) and abs(v - level) <= max(0.3 * abs(level), 1e-12):
+            continue  # within the least distance d can be: no change here, whatever the spread
         spread = 1.4826 * statistics.median(abs(v - level) for v in before)
         d = max(4 * spread, 0.3 * abs(level), 1e-12)
 
