@@ -122,6 +122,16 @@ _TRIGGER = re.compile(
     r"|Total training steps|Total (?:optimization )?steps =|max_steps|iteration"
     r"|Error executing job|HYDRA_FULL_ERROR|[Ww]atchdog|entire process down|NCCL error|nccl[A-Z]"
     r"|CUDA out of memory|Killed|已杀死|exitcode|SIGKILL|Status message")
+# Every match of _TRIGGER holds one of these: substring tests that skip the regex on the lines
+# it would not match (an alternation of 28 is searched at every character of a 5 KB metrics line:
+# 10x the time of these).
+_TRIGGER_WORDS = (
+    "validation metrics", "train_runtime", "Training complete", "train metrics",
+    "End time of running", "Job '", "Training failed", "Train step", "Episode [", "perf ",
+    "rollout ", " ...", "current_steps", "Total training steps", "steps =", "max_steps",
+    "iteration", "Error executing job", "HYDRA_FULL_ERROR", "atchdog", "entire process down",
+    "NCCL error", "nccl", "CUDA out of memory", "Killed", "已杀死", "exitcode", "SIGKILL",
+    "Status message")
 _VALIDATION = ("val-", "val/", "test_score/", "eval_", "eval/", "val_")
 # what a validation record carries besides its own keys (HF's epoch, ms-swift's progress)
 _BOOKKEEPING = frozenset(("epoch", "step", "global_step", "global_step/max_steps", "percentage",
@@ -183,7 +193,7 @@ class Endings:
             # sure where the job's end was said before it (Hydra prints its line first)
             fatal = self._fatal is not None and self._fatal > self._record_line
             self._set_crash(crash.exception, crash.message, crash.line, sure=fatal)
-        if _TRIGGER.search(raw) is None:
+        if not any(w in raw for w in _TRIGGER_WORDS) or _TRIGGER.search(raw) is None:
             return
         text = clean(raw).rstrip("\r\n")
         m = _CRI.match(text)

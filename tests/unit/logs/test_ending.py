@@ -222,3 +222,30 @@ def test_trainer_state_documents(rel, state, total):
     doc = json.load(open(os.path.join(DATA, "runs/trl", rel, "trainer_state.json")))
     got, n = trainer_state(doc)
     assert n == total and (got.state if got else None) == state
+
+
+# one line each alternative of the trigger regex matches (a new alternative needs its own)
+TRIGGER_SAMPLES = [
+    "validation metrics", "train_runtime", "Training complete", "train metrics",
+    "End time of running", "Job 'x' failed", "Training failed", "Train step 3/9 done.",
+    "Episode [1/3]", "perf 3", "rollout 2", "step 4 ..... done", "current_steps",
+    "Total training steps: 9", "Total steps = 9", "Total optimization steps = 9", "max_steps",
+    "iteration 4", "Error executing job", "HYDRA_FULL_ERROR", "Watchdog caught", "watchdog",
+    "entire process down", "NCCL error", "ncclSystemError", "CUDA out of memory", "Killed",
+    "已杀死", "exitcode  : -9", "SIGKILL", "Status message: x"]
+
+
+def test_the_trigger_words_hold_every_match_of_the_trigger():
+    """Endings.line() skips the regex on a line with none of _TRIGGER_WORDS: every line the
+    regex matches must hold one, or a closing line would be missed."""
+    import re
+
+    from exporter.logs import ending as mod
+    alternatives = mod._TRIGGER.pattern.split("|")
+    for alt in alternatives:
+        hits = [s for s in TRIGGER_SAMPLES if re.search(alt, s)]
+        assert hits, f"no sample line for the trigger alternative {alt!r}"
+        for s in hits:
+            assert any(w in s for w in mod._TRIGGER_WORDS), (alt, s)
+    # and a line with none of the words is one the regex does not match
+    assert mod._TRIGGER.search("step:5 - actor/pg_loss:0.1 - critic/score/mean:0.5") is None
