@@ -202,6 +202,12 @@ FINISHED = (f"({_LAST_STEP} >= on (run) ({_LAST_TOTAL} > 0)\n"
 # A declared pause (rl_run_state paused, or a pause phase open now: pause_phases)
 PAUSED_NOW = (f"({run_state('paused')}\n"
               f" or max by (run) ({PAUSE_OPEN} > 0))")
+# Both as recorded once per evaluation (recordings.py), for the alerts: each read of FINISHED is
+# five reads of lifecycle_window, each of PAUSED_NOW three (PromQL shares no subexpression), and
+# a last_over_time reads every sample of its window. The fleet recordings keep the expressions:
+# they read scraped series only.
+RUN_FINISHED = "run:rl_run_state:finished"
+RUN_PAUSED = "run:rl_run_state:paused"
 
 TRUNC_SEL = '{{stat="", split="", subset=""}}'
 CLIP_SEL = '{{stat="", split="", bound=""}}'

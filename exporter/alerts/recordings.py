@@ -7,7 +7,7 @@ from __future__ import annotations
 from exporter.promql import metric_names as names
 
 from .config import TIERS
-from .exprs import (PAUSED_NOW, PRIMARY, READY, RUN_STEP, SEAM, SEGMENT_START, STALE_SEL, STEP, STEP_AGE, alternatives, ladder,
+from .exprs import (FINISHED, PAUSED_NOW, PRIMARY, READY, RUN_FINISHED, RUN_PAUSED, RUN_STEP, SEAM, SEGMENT_START, STALE_SEL, STEP, STEP_AGE, alternatives, ladder,
                     over, run_state, step_changes)
 from .model import Recording
 
@@ -138,6 +138,9 @@ def _recordings() -> list[Recording]:
                fn="max_over_time"),
         *_pair("hw_gpu_memory_usage_bytes", [("hw_gpu_memory_usage_bytes", "")], by="run, instance, gpu"),
         Recording("run:rl_training_step_timestamp_seconds:age", STEP_AGE),
+        # the run finished / is in a declared pause (exprs.py FINISHED, PAUSED_NOW): 1 per run
+        Recording(RUN_FINISHED, f"group by (run) ({FINISHED})"),
+        Recording(RUN_PAUSED, f"group by (run) ({PAUSED_NOW})"),
     ]
     return out
 

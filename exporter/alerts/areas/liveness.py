@@ -5,7 +5,7 @@ never pages, a declared pause is no stall, and a restart elsewhere supersedes th
 from __future__ import annotations
 
 from ..config import TIERS, Dur
-from ..exprs import FINISHED, RUN_STEP, LIFE_W, PAUSED_NOW, STEP, superseded, target_state
+from ..exprs import RUN_FINISHED, RUN_STEP, LIFE_W, RUN_PAUSED, STEP, superseded, target_state
 from ..model import Alert, Case, Threshold
 from ..series import crash_info, life, s
 from ..sim.pathology import Pathology, assign, from_entry
@@ -179,7 +179,7 @@ ALERTS: list[Alert] = [
              "  or on (run) (0 * run:rl_training_step_timestamp_seconds:age + {stall_floor_seconds})\n)\n"
              # a finished run (its last state, or its last step == the configured total) whose
              # exporter still serves, and a declared pause, are no stall
-             "unless on (run)\n" + FINISHED + "\nunless on (run)\n" + PAUSED_NOW,
+             "unless on (run)\n" + RUN_FINISHED + "\nunless on (run)\n" + RUN_PAUSED,
         summary="An RL run stopped advancing its training step while its exporter is up.",
         description="Run {{ $labels.run }} has not advanced its training step for {{ $value | "
                     "humanizeDuration }} (since its last step or the end of a declared pause; longer "
@@ -272,7 +272,7 @@ ALERTS: list[Alert] = [
              "* on (job, instance) group_left ()\n"
              "(up{{{exporter_job_selector}}} == 0)\n"
              # a finished run's static or file-based target stays listed, and down
-             "unless on (run)\n" + FINISHED + "\n"
+             "unless on (run)\n" + RUN_FINISHED + "\n"
              # the run went on elsewhere: a restart on another node or pod
              "unless on (job, instance, run)\n" + superseded(),
         summary="Prometheus cannot scrape an rl-exporter target of a run that has not finished "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import FINISHED, increase_recent, nonfinite_persists
+from ..exprs import RUN_FINISHED, increase_recent, nonfinite_persists
 from ..model import Alert, Case, Threshold
 from ..series import life, s
 from ..sim.pathology import from_entry
@@ -19,7 +19,7 @@ ALERTS: list[Alert] = [
              # the trainer's finite-gradient guard rejected the latest update: the weights are
              # intact, and the guard's own page (RLOptimizerNonFiniteSkips) takes over
              + "\nunless on (run) max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) > 0"
-             "\nunless on (run)\n" + FINISHED,
+             "\nunless on (run)\n" + RUN_FINISHED,
         thresholds={
             "nonfinite_persist_steps": Threshold(
                 3,
@@ -103,7 +103,7 @@ ALERTS: list[Alert] = [
     Alert(
         name="RLOptimizerNonFiniteSkips", severity="critical", for_=Dur(60),
         expr="max by (run) (rl_optimizer_consecutive_nonfinite_skips{{split=\"\"}}) >= "
-             "{nonfinite_consecutive_skips}\nunless on (run)\n" + FINISHED,
+             "{nonfinite_consecutive_skips}\nunless on (run)\n" + RUN_FINISHED,
         thresholds={
             "nonfinite_consecutive_skips": Threshold(
                 5,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ..config import Dur
-from ..exprs import FINISHED, PAUSED_NOW
+from ..exprs import RUN_FINISHED, RUN_PAUSED
 from ..model import Alert, Case, Threshold
 from ..series import GPU0, LATENCY_HEALTHY, LATENCY_TAIL, MEDIAN, START, VLLM, hist, life, s
 from ..sim.healthy import ENGINE, ENGINE_UP, latency_counts, uniform
@@ -98,7 +98,7 @@ ALERTS: list[Alert] = [
              "+ {phase_hung_no_history_seconds})\n)\n"
              # a pause of the whole run (the run's state paused, or a heat-guard phase open)
              # holds every open phase: not a hang
-             "unless on (run) " + PAUSED_NOW,
+             "unless on (run) " + RUN_PAUSED,
         thresholds={
             "phase_hung_factor": Threshold(
                 6,
@@ -409,7 +409,7 @@ ALERTS: list[Alert] = [
              "unless on (run) max by (run) (up{{{engine_job_selector}}} == 1)\n"
              "and on (run)\ncount by (run) (rl_run_info)\n"
              # a finished run's sidecar keeps serving after its engines went away
-             "unless on (run)\n" + FINISHED,
+             "unless on (run)\n" + RUN_FINISHED,
         summary="Every rollout engine of a run is down while its trainer is still running.",
         description="Run {{ $labels.run }}: all {{ $value }} rollout engine targets are down while "
                     "the trainer still exports.",

@@ -8,7 +8,7 @@ rules (exporter/alerts/recordings.py RANK_RATIO, RANK_EXCESS).
 from __future__ import annotations
 
 from ..config import Dur
-from ..exprs import PAUSED_NOW, ladder
+from ..exprs import RUN_PAUSED, ladder
 from ..model import Alert, Case, Threshold
 from ..series import life, rank, steps
 from ..sim.healthy import uniform
@@ -38,7 +38,7 @@ ALERTS: list[Alert] = [
              # the rank's name: the hook's rl_run_info on the same target
              "* on (run, instance) group_left (rank) group by (run, instance, rank) (rl_run_info)\n"
              # a declared pause of the run is no rank's slowness
-             "unless on (run) " + PAUSED_NOW,
+             "unless on (run) " + RUN_PAUSED,
         thresholds={
             "straggler_factor": Threshold(
                 1.5,

@@ -282,3 +282,28 @@ def test_long_windows_are_sampled_under_the_lookback_and_only_for_estimates(scal
                        "last_over_time", "count_over_time"):
                 for m in re.finditer(fn + r"\([^()\[\]]*\[(\w+)(:\w*)?\]", r["expr"]):
                     assert not m.group(2), (r.get("alert") or r.get("record"), m.group(0))
+
+
+def test_a_finished_or_paused_run_is_recorded_once_and_the_alerts_read_the_recording():
+    """Each inline read of a finished run is five last_over_time reads of the lifecycle window,
+    of a pause three: the alerts read two recordings written earlier in the same group (the
+    same evaluation), and the fleet recordings, which read scraped series only, keep the
+    expressions."""
+    from exporter.alerts.exprs import RUN_FINISHED, RUN_PAUSED
+    group = render()["groups"][0]["rules"]
+    at = {(r.get("record") or r.get("alert")): i for i, r in enumerate(group)}
+    expr = {(r.get("record") or r.get("alert")): r["expr"] for r in group}
+    for rec, state in ((RUN_FINISHED, "finished"), (RUN_PAUSED, "paused")):
+        assert expr[rec].startswith("group by (run) (") and f'rl_run_state{{state=~"{state}"}}' in expr[rec]
+        readers = [r["alert"] for r in group if "alert" in r and rec in r["expr"]]
+        assert readers, rec
+        for name in readers:
+            assert at[rec] < at[name], (rec, name)   # written before it, in the same evaluation
+        for r in group:
+            if "alert" in r:
+                assert f'rl_run_state{{state=~"{state}"}}' not in r["expr"], (r["alert"], state)
+    # RLRunStalled: a finished run and a declared pause, both through the recordings
+    assert {RUN_FINISHED, RUN_PAUSED} <= set(re.findall(r"run:rl_run_state:\w+", expr["RLRunStalled"]))
+    for fleet in ("run:rl_run_state:code", "run:hw_gpus_failing:count"):
+        assert RUN_FINISHED not in expr[fleet] and RUN_PAUSED not in expr[fleet]
+        assert 'rl_run_state{state=~"finished"}' in expr[fleet]
