@@ -137,9 +137,21 @@ def find(name: str) -> str:
     return path
 
 
+def go_env() -> dict:
+    """The environment for promtool and Prometheus, batch jobs here: Go's collector runs when
+    the heap reaches 5x what is live (GOGC=400) instead of 2x, as block writing and long range
+    queries allocate fast and keep little (doctor on 10,000 steps: 22.6 -> 20.5 s wall, the
+    largest child 98 -> 148 MiB), and harder again near 2 GiB (GOMEMLIMIT). The user's own
+    GOGC or GOMEMLIMIT is kept."""
+    env = dict(os.environ)
+    env.setdefault("GOGC", "400")
+    env.setdefault("GOMEMLIMIT", "2GiB")
+    return env
+
+
 def run(cmd: list[str], what: str, timeout: float = 600) -> str:
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=go_env())
     except subprocess.TimeoutExpired as e:
         raise ToolFailed(f"{what}: timed out after {timeout:.0f} s") from e
     if p.returncode != 0:
@@ -179,7 +191,7 @@ class Prometheus:
                  "--storage.tsdb.retention.time=100y", "--query.max-samples=200000000",
                  # a range query over a long run is one request: no 2 min default cut-off
                  "--query.timeout=1h", "--log.level=warn"],
-                stdout=self._log, stderr=self._log)
+                stdout=self._log, stderr=self._log, env=go_env())
         try:  # interrupted while it starts (Ctrl-C, SIGTERM): the server goes too
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
