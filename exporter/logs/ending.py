@@ -123,8 +123,8 @@ _TRIGGER = re.compile(
     r"|Error executing job|HYDRA_FULL_ERROR|[Ww]atchdog|entire process down|NCCL error|nccl[A-Z]"
     r"|CUDA out of memory|Killed|已杀死|exitcode|SIGKILL|Status message")
 # Every match of _TRIGGER holds one of these: substring tests that skip the regex on the lines
-# it would not match (an alternation of 28 is searched at every character of a 5 KB metrics line:
-# 10x the time of these).
+# it would not match (its 29 alternatives are tried at every character of a metrics line:
+# 142 us on 3.6 KB, against 43 us for these).
 _TRIGGER_WORDS = (
     "validation metrics", "train_runtime", "Training complete", "train metrics",
     "End time of running", "Job '", "Training failed", "Train step", "Episode [", "perf ",
