@@ -228,7 +228,10 @@ def _backfill(paths, run, out_dir, promtool, phases, work, *, fmt, step_seconds,
                     cut.current.points = Watcher()
                 seg = cut.current
                 d = durations.of(fr.data, replay.framework)
-                t = clk.at(line_ts, d, fr.step)
+                # the millisecond the blocks store (OpenMetrics text, 3 decimals): res.times
+                # must say which step a sample at a whole evaluation second belongs to exactly
+                # as the TSDB does (a step at 60k + 0.0004 s is stored at 60k and is read there)
+                t = round(clk.at(line_ts, d, fr.step), 3)
                 if last_lines is not None and t - last_t > scrape_interval:
                     _fill(blocks, last_lines, last_t, t, scrape_interval)
                 replay.apply(fr.data, fr.step, t)

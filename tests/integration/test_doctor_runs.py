@@ -132,3 +132,23 @@ def test_excerpt_failure_gets_a_point_finding(rel):
     got = {r["alert"] for r in rows if r.get("alert")}
     assert want <= got, (rel, want, got)
     assert not any(r.get("healthy") for r in rows)
+
+
+def test_a_log_without_timestamps_reads_the_same_wherever_its_clock_starts():
+    """A log with no timestamps runs on a derived clock that starts where its file's mtime puts
+    it (a fresh clone: whenever it was cloned). Its steps were placed at fractions of a
+    millisecond the blocks do not store: a step 0.4 ms after a whole evaluation second was in
+    the TSDB at that second while the backfill's own step lookup put it in the step before, so
+    the evidence lost a step (\"81 of 97 steps\" for this run at 20:04:00, \"82 of 98\" at any
+    other minute). Both now use the stored millisecond."""
+    from exporter.postmortem.doctor import doctor
+    rel = "trl/aaravarora01_agent-memory-redteam_finance_grpo_sparse/trainer_state.json"
+    answers = []
+    for start in ("1796414640", "1796414700"):   # 2026-12-04 20:04:00 and 20:05:00 UTC
+        out = doctor([str(corpus.RUNS / rel)], start=start, progress=False)
+        assert out.backfill.times and all(t == round(t, 3) for t in out.backfill.times)
+        answers.append(sorted((f.alert, f.step, tuple((e["check"], e["answer"]) for e in f.evidence))
+                              for f in out.evaluation.findings))
+    assert answers[0] == answers[1]
+    said = [a for _, _, ev in answers[0] for _, a in ev if "steps (steps" in a]
+    assert said and "82 of 98 steps" in said[0], said
