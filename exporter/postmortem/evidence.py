@@ -267,22 +267,23 @@ def departure(pts: list, upto, near: int | None = NEAR) -> tuple | None:
         if len(before) < LOOKBACK // 2:
             continue
         level = statistics.median(before)
+        least = max(0.3 * abs(level), 1e-12)   # d is never smaller, whatever the spread
         v = pts[i][1]
-        if _finite(v) and abs(v - level) <= max(0.3 * abs(level), 1e-12):
-            continue  # within the least distance d can be: no change here, whatever the spread
-        spread = 1.4826 * statistics.median(abs(v - level) for v in before)
-        d = max(4 * spread, 0.3 * abs(level), 1e-12)
+        if _finite(v) and abs(v - level) <= least:
+            continue  # no change here: skip the spread
+        spread = 1.4826 * statistics.median(abs(b - level) for b in before)
+        d = max(4 * spread, least)
 
-        def away(v):
-            if not _finite(v):
+        def away(x):
+            if not _finite(x):
                 return 0   # non-finite after finite values: a change of its own kind
-            return 1 if v > level + d else -1 if v < level - d else None
+            return 1 if x > level + d else -1 if x < level - d else None
 
-        first = away(pts[i][1])
+        first = away(v)
         if first is None:
             continue
-        if all(away(v) == first for _, v in pts[i + 1:i + 3]):
-            return pts[i][0], level, pts[i][1]
+        if all(away(x) == first for _, x in pts[i + 1:i + 3]):
+            return pts[i][0], level, v
     return None
 
 
