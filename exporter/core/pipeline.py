@@ -95,7 +95,7 @@ class Pipeline:
         """Queue a frame the caller owns (already copied and counted as received); the
         oldest frame goes, counted, when the queue is full. `mono`: time.monotonic() when
         it was logged (the goodput's intervals; None for a recorded time)."""
-        item = Item(frame, step, ts, False, starts, mono)
+        item = (frame, step, ts, False, starts, mono)  # an Item's fields, without its constructor
         with self.qlock:
             if len(self.queue) >= self.queue_size:
                 self.queue.popleft()

@@ -107,7 +107,9 @@ _UNREADABLE = _Drop("unreadable")
 
 
 class Item(NamedTuple):
-    """One queued frame (Pipeline.enqueue and restore build them, the worker takes them)."""
+    """One queued frame's fields, in this order (Pipeline.restore builds them, the worker
+    takes them). Pipeline.enqueue queues a plain tuple of the same fields: a namedtuple's
+    constructor is Python code, and on a trainer's cold caches it was a sixth of log()."""
     frame: dict
     step: object              # the step given with it; None: the frame's own, or a count
     ts: float                 # when it was logged (a restored frame: its step's own time)
@@ -118,7 +120,7 @@ class Item(NamedTuple):
 
 def fresh(item: Item) -> bool:
     """A queued frame that was not exported before a restart (restore() queues those)."""
-    return not item.restored
+    return not item[3]  # Item.restored
 
 
 def _is_zero(w) -> bool:
