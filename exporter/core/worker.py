@@ -118,9 +118,12 @@ class Item(NamedTuple):
     mono: float | None = None  # time.monotonic() when logged (goodput intervals); None: recorded
 
 
-def fresh(item: Item) -> bool:
+_RESTORED = Item._fields.index("restored")  # enqueue's plain tuples have no field names
+
+
+def fresh(item: tuple) -> bool:
     """A queued frame that was not exported before a restart (restore() queues those)."""
-    return not item[3]  # Item.restored
+    return not item[_RESTORED]
 
 
 def _is_zero(w) -> bool:
@@ -192,7 +195,7 @@ class Worker:
                 self.queue.clear()
                 self.busy = bool(batch)
             if batch:
-                for i, item in enumerate(batch):  # Item(frame, step, ts, restored, starts)
+                for i, item in enumerate(batch):  # Item(frame, step, ts, restored, starts, mono)
                     end = self.coerce.deadline  # set by close()
                     if end is not None and time.monotonic() > end:
                         counts.drop("close_timeout", sum(fresh(x) for x in batch[i:]))
